@@ -1,0 +1,65 @@
+# The Transformer, part by part. `make book` builds the HTML book; `make test` runs every check.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+ENV_STAMP := $(VENV)/.installed
+# The HTML book is built here; `make book` prints the path of its index.html.
+BOOK_DIR := _build/html
+NOTEBOOKS := $(wildcard notebooks/*.ipynb)
+PYTEST_WORKERS ?= 2
+export PYTHONHASHSEED := 0
+export MPLBACKEND := Agg
+
+.PHONY: help env book test test-fast nbval notebooks exercises lab grade clean
+
+help:
+	@echo "make book    create $(VENV), build the HTML book, print where it is"
+	@echo "make test    create $(VENV), run every check (package, notebooks, exercises, grading, book)"
+	@echo "make lab     open JupyterLab on the chapters and exercises"
+	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>   grade a folder of <student>.ipynb"
+	@echo "make notebooks   re-execute the chapters and store their outputs (authors only)"
+	@echo "make exercises   regenerate exercises/ from solutions/ with nbgrader (authors only)"
+
+$(ENV_STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[book,course,test]"
+	@touch $@
+
+env: $(ENV_STAMP)
+
+book: $(ENV_STAMP)
+	rm -rf $(BOOK_DIR)
+	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
+	@echo ""
+	@echo "The book is at: $(abspath $(BOOK_DIR))/index.html"
+
+test: $(ENV_STAMP)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope tests
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope --nbval --nbval-current-env \
+		--nbval-sanitize-with tests/sanitize.cfg notebooks solutions
+
+test-fast: $(ENV_STAMP)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow" tests
+
+nbval: $(ENV_STAMP)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope --nbval --nbval-current-env \
+		--nbval-sanitize-with tests/sanitize.cfg notebooks solutions
+
+notebooks: $(ENV_STAMP)
+	$(PY) tools/execute_notebooks.py $(NOTEBOOKS) solutions/*/*.ipynb
+
+exercises: $(ENV_STAMP)
+	$(PY) tools/generate_exercises.py
+
+lab: $(ENV_STAMP)
+	$(VENV)/bin/jupyter lab notebooks exercises
+
+grade: $(ENV_STAMP)
+	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }
+	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }
+	$(PY) tools/grade.py "$(ASSIGNMENT)" "$(SUBMISSIONS)"
+
+clean:
+	rm -rf _build grading

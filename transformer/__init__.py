@@ -1,0 +1,56 @@
+"""transformer: the package behind the book *The Transformer, Part by Part*.
+
+One module per idea, in the order of the chapters:
+
+=================  ===========================================================
+chapter            module
+=================  ===========================================================
+1 tokenization     :mod:`transformer.tokenization`
+2 embeddings       :mod:`transformer.embedding`
+3 positions        :mod:`transformer.positional`
+4 attention        :mod:`transformer.attention`
+5 multi-head       :mod:`transformer.multihead`
+6 add & norm, FFN  :mod:`transformer.norm`, :mod:`transformer.feedforward`, :mod:`transformer.blocks`
+7 masking          :mod:`transformer.masks`
+8 cross-attention  :mod:`transformer.blocks` (``DecoderBlock``)
+9 output head      :mod:`transformer.heads`, :mod:`transformer.decoding`
+10 the model       :mod:`transformer.config`, :mod:`transformer.model`, :mod:`transformer.train`
+=================  ===========================================================
+"""
+
+from .attention import scaled_dot_product_attention
+from .blocks import Decoder, DecoderBlock, Encoder, EncoderBlock
+from .config import TransformerConfig
+from .decoding import generate, greedy_decode, next_token, softmax_with_temperature
+from .embedding import TokenEmbedding, rms
+from .feedforward import PositionwiseFeedForward
+from .heads import OutputHead
+from .masks import causal_mask, fully_masked_rows, padding_mask
+from .model import DecoderOnly, EncoderDecoder, EncoderOnly, count_parameters
+from .multihead import MultiHeadAttention, merge_heads, split_heads
+from .norm import LayerNorm, RMSNorm
+from .positional import (
+    LearnedPositionalEncoding,
+    RelativePositionBias,
+    RotaryEmbedding,
+    SinusoidalPositionalEncoding,
+    apply_rope,
+    rotation_matrix,
+    shift_matrix,
+    sinusoidal_encoding,
+)
+from .tokenization import SPECIAL_TOKENS, BPETokenizer, Vocabulary, WordTokenizer, one_hot, split_words
+from .train import sequence_loss, teacher_forcing, train_step
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BPETokenizer", "Decoder", "DecoderBlock", "DecoderOnly", "Encoder", "EncoderBlock", "EncoderDecoder",
+    "EncoderOnly", "LayerNorm", "LearnedPositionalEncoding", "MultiHeadAttention", "OutputHead",
+    "PositionwiseFeedForward", "RMSNorm", "RelativePositionBias", "RotaryEmbedding", "SPECIAL_TOKENS",
+    "SinusoidalPositionalEncoding", "TokenEmbedding", "TransformerConfig", "Vocabulary", "WordTokenizer",
+    "apply_rope", "causal_mask", "count_parameters", "fully_masked_rows", "generate", "greedy_decode",
+    "merge_heads", "next_token", "one_hot", "padding_mask", "rms", "rotation_matrix",
+    "scaled_dot_product_attention", "sequence_loss", "shift_matrix", "sinusoidal_encoding",
+    "softmax_with_temperature", "split_heads", "split_words", "teacher_forcing", "train_step",
+]

@@ -1,0 +1,133 @@
+"""Scaled dot-product attention (chapter 4).
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V
+
+Each query row is compared with every key (a dot product), the scores are
+divided by ``sqrt(d_k)`` so that their spread does not grow with the size of
+the vectors, a softmax turns each row into weights that sum to 1, and the
+output of a query is the weighted sum of the values.
+
+Masks are boolean, ``True`` = may attend. A query row whose keys are *all*
+masked has nothing to attend to: its weights are all zero and its output is
+the zero vector (never NaN, never a uniform average). Pass
+``empty_rows="raise"`` to turn such a row into an error instead.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ._validate import require_choice, require_float, require_mask, require_rank, shape_str
+
+EMPTY_ROW_POLICIES = ("zero", "raise")
+
+
+def _check_qkv(q, k, v) -> None:
+    layout = "(batch, [heads,] seq, d)"
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        require_float(name, t)
+        require_rank(name, t, (3, 4), layout)
+    if not (q.dim() == k.dim() == v.dim()):
+        raise ValueError(
+            f"k, v: expected the same number of dimensions as q ({q.dim()}), "
+            f"got k {shape_str(k)} and v {shape_str(v)}"
+        )
+    if q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2]:
+        raise ValueError(
+            f"k, v: expected the same leading (batch, [heads]) sizes as q {tuple(q.shape[:-2])}, "
+            f"got k {shape_str(k)} and v {shape_str(v)}"
+        )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"k: expected d_k={q.shape[-1]} (the last size of q) in its last dimension, "
+            f"got {k.shape[-1]} (shape {shape_str(k)})"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"v: expected one value per key, seq={k.shape[-2]} in dimension {v.dim() - 2}, "
+            f"got {v.shape[-2]} (shape {shape_str(v)})"
+        )
+
+
+def _empty_rows(mask: torch.Tensor | None, policy: str) -> torch.Tensor | None:
+    """The query rows with no allowed key, as a ``(..., T_q, 1)`` bool, or None if there are none."""
+    if mask is None:
+        return None
+    empty = ~mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
+    if not bool(empty.any()):
+        return None
+    if policy == "raise":
+        raise ValueError(
+            "mask: expected every query row to allow at least one key, got "
+            f"{int(empty.sum())} fully masked row(s); pass empty_rows='zero' to give them a zero output"
+        )
+    return empty
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    bias: torch.Tensor | None = None,
+    scale: float | None = None,
+    dropout_p: float = 0.0,
+    return_weights: bool = False,
+    fast: bool = False,
+    empty_rows: str = "zero",
+):
+    """``softmax(q k^T / sqrt(d_k) + bias, masked) v`` (chapter 4).
+
+    Shapes: ``q (batch, [heads,] T_q, d_k)``, ``k (batch, [heads,] T_k, d_k)``,
+    ``v (batch, [heads,] T_k, d_v)``; ``mask`` bool, broadcastable to
+    ``(batch, [heads,] T_q, T_k)``, True = may attend; ``bias`` float, added to
+    the scores (the relative-position bias of chapter 3).
+
+    Returns the output ``(batch, [heads,] T_q, d_v)``, or ``(output, weights)``
+    with ``weights (batch, [heads,] T_q, T_k)`` when ``return_weights=True``.
+    ``fast=True`` computes the same thing with ``F.scaled_dot_product_attention``.
+    """
+    _check_qkv(q, k, v)
+    require_choice("empty_rows", empty_rows, EMPTY_ROW_POLICIES)
+    score_shape = (*q.shape[:-1], k.shape[-2])  # (batch, [heads,] T_q, T_k)
+    if mask is not None:
+        require_mask("mask", mask, score_shape, "(batch, [heads,] T_q, T_k)")
+    if bias is not None:
+        require_float("bias", bias)
+        try:
+            torch.broadcast_shapes(bias.shape, score_shape)
+        except RuntimeError:
+            raise ValueError(
+                f"bias: expected a shape broadcastable to (batch, [heads,] T_q, T_k) = {score_shape}, "
+                f"got {shape_str(bias)}"
+            ) from None
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    empty = _empty_rows(mask, empty_rows)
+    if empty is not None:
+        mask = mask | empty  # let empty rows see everything, then zero them below: no NaN anywhere
+
+    if fast and not return_weights:
+        attn_mask = mask
+        if bias is not None:
+            attn_mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, scale=scale)
+        return out if empty is None else out.masked_fill(empty, 0.0)
+
+    # The teaching form: four lines that are the equation.
+    scores = q @ k.transpose(-2, -1) * scale  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
+    if bias is not None:
+        scores = scores + bias
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))  # blocked keys get -inf ...
+    weights = scores.softmax(dim=-1)  # ... which the softmax turns into 0
+    if empty is not None:
+        weights = weights.masked_fill(empty, 0.0)  # a row with no allowed key attends to nothing
+    if dropout_p > 0.0:
+        weights = F.dropout(weights, dropout_p)
+    out = weights @ v  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
+    return (out, weights) if return_weights else out

@@ -1,0 +1,100 @@
+"""Encoder and decoder blocks, post-norm and pre-norm (chapters 6 and 8).
+
+Post-norm (the 2017 paper): ``x = Norm(x + Sublayer(x))``.
+Pre-norm (most models today): ``x = x + Sublayer(Norm(x))``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from .config import TransformerConfig
+from .feedforward import PositionwiseFeedForward
+from .multihead import MultiHeadAttention
+from .norm import make_norm
+from .positional import RelativePositionBias, RotaryEmbedding
+
+
+def self_attention_for(cfg: TransformerConfig) -> MultiHeadAttention:
+    """Self-attention with the positional scheme that lives inside attention (RoPE or relative bias)."""
+    rope = RotaryEmbedding(cfg.d_head, cfg.max_len) if cfg.positional == "rope" else None
+    rel = RelativePositionBias(cfg.n_heads, cfg.max_len) if cfg.positional == "relative" else None
+    return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, rope=rope, relative_bias=rel, fast=cfg.fast)
+
+
+class EncoderBlock(nn.Module):
+    """Self-attention then feed-forward, each with add & norm: ``(batch, seq, d_model)`` in and out."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.self_attn = self_attention_for(cfg)
+        self.ff = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
+        self.norm1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
+        self.norm2 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
+        self.drop1, self.drop2 = nn.Dropout(cfg.dropout), nn.Dropout(cfg.dropout)
+        self.norm_first = cfg.norm_first
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        if self.norm_first:
+            x = x + self.drop1(self.self_attn(self.norm1(x), mask=mask))
+            return x + self.drop2(self.ff(self.norm2(x)))
+        x = self.norm1(x + self.drop1(self.self_attn(x, mask=mask)))
+        return self.norm2(x + self.drop2(self.ff(x)))
+
+
+class DecoderBlock(nn.Module):
+    """Masked self-attention, cross-attention to the encoder output, feed-forward; each with add & norm.
+
+    ``x (batch, T_d, d_model)``, ``memory (batch, T_e, d_model)`` -> ``(batch, T_d, d_model)``.
+    """
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.self_attn = self_attention_for(cfg)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, fast=cfg.fast)
+        self.ff = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
+        self.norm1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
+        self.norm2 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
+        self.norm3 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
+        self.drop1, self.drop2, self.drop3 = (nn.Dropout(cfg.dropout) for _ in range(3))
+        self.norm_first = cfg.norm_first
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
+                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+        if self.norm_first:
+            x = x + self.drop1(self.self_attn(self.norm1(x), mask=self_mask))
+            x = x + self.drop2(self.cross_attn(self.norm2(x), memory, mask=memory_mask))
+            return x + self.drop3(self.ff(self.norm3(x)))
+        x = self.norm1(x + self.drop1(self.self_attn(x, mask=self_mask)))
+        x = self.norm2(x + self.drop2(self.cross_attn(x, memory, mask=memory_mask)))
+        return self.norm3(x + self.drop3(self.ff(x)))
+
+
+class Encoder(nn.Module):
+    """A stack of :class:`EncoderBlock` (and a final norm for pre-norm models)."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.layers = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_layers))
+        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps) if cfg.use_final_norm else nn.Identity()
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.norm(x)
+
+
+class Decoder(nn.Module):
+    """A stack of :class:`DecoderBlock`; every block reads the same final encoder output."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.layers = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.decoder_layers))
+        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps) if cfg.use_final_norm else nn.Identity()
+
+    def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
+                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x, memory, self_mask, memory_mask)
+        return self.norm(x)

@@ -1,0 +1,231 @@
+"""Immediate, layered feedback for the exercise notebooks.
+
+A check looks at a student's answer in a fixed order and stops at the first
+problem it finds:
+
+1. the code raised an exception;
+2. the answer has the wrong type or shape (named dimension by dimension);
+3. the answer contains NaN or Inf;
+4. some values are wrong (how many, the first wrong index, the largest error);
+5. and if the wrong answer equals a known mistake, a hint that names it.
+
+A check never prints the expected answer. When everything passes it says so,
+and reminds the student that hidden checks run at grading time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from .attention import scaled_dot_product_attention
+from .masks import causal_mask
+
+PASSED = "public checks passed; hidden checks run at grading"
+
+
+class CheckFailed(AssertionError):
+    """Raised by a check; its message is the feedback."""
+
+
+def _fail(title: str, lines: Sequence[str]) -> None:
+    __tracebackhide__ = True
+    raise CheckFailed("\n".join([title, *("  " + line for line in lines)]))
+
+
+def _as_tensor(value) -> torch.Tensor | None:
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, (np.ndarray, list, tuple, float, int, np.floating)) and not isinstance(value, bool):
+        try:
+            return torch.as_tensor(np.asarray(value, dtype=np.float64))
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def _shape(shape, dims: Sequence[str]) -> str:
+    if len(dims) == len(shape):
+        return "(" + ", ".join(f"{d}={s}" for d, s in zip(dims, shape)) + ")"
+    return "(" + ", ".join(str(s) for s in shape) + ")"
+
+
+def compare(got, expected: torch.Tensor, dims: Sequence[str], atol: float = 1e-4, rtol: float = 1e-4,
+            mistakes: dict[str, torch.Tensor] | None = None, what: str = "your answer",
+            dtype: torch.dtype | None = None) -> list[str]:
+    """Return the problems with ``got`` (empty when it equals ``expected`` within ``atol + rtol*|expected|``)."""
+    if dtype is not None:
+        if not isinstance(got, torch.Tensor):
+            return [f"{what}: expected a torch.Tensor of dtype {dtype}, got {type(got).__name__}"]
+        if got.dtype != dtype:
+            return [f"{what}: expected dtype {dtype}, got {got.dtype}"]
+    t = _as_tensor(got)
+    if t is None:
+        return [f"{what}: expected a tensor (or array) of shape {_shape(expected.shape, dims)}, "
+                f"got {type(got).__name__}"]
+    if tuple(t.shape) != tuple(expected.shape):
+        lines = [f"{what}: expected shape {_shape(expected.shape, dims)}, got {_shape(t.shape, dims)}"]
+        if t.dim() == expected.dim():
+            for d, a, b in zip(dims, expected.shape, t.shape):
+                if a != b:
+                    lines.append(f"dimension '{d}' should have size {a}, got {b}")
+        return lines
+    if t.dtype == torch.bool or expected.dtype == torch.bool:
+        wrong = t.bool() != expected.bool()
+        err = wrong.double()
+    else:
+        t, e = t.double(), expected.double()
+        bad = ~torch.isfinite(t)
+        if bool(bad.any()):
+            return [f"{what}: {int(bad.sum())} of {t.numel()} values are NaN or Inf "
+                    "(a softmax over a row of -inf? a division by zero?)"]
+        err = (t - e).abs()
+        wrong = err > atol + rtol * e.abs()
+    if not bool(wrong.any()):
+        return []
+    first = tuple(int(i) for i in wrong.nonzero()[0])
+    lines = [f"{what}: {int(wrong.sum())} of {wrong.numel()} values are wrong",
+             f"first wrong value at index {first}; largest error {float(err.max()):.3g} "
+             f"(tolerance atol={atol:g}, rtol={rtol:g})"]
+    for hint, value in (mistakes or {}).items():
+        if value.shape == t.shape and torch.allclose(t.double(), value.double(), atol=atol, rtol=rtol):
+            lines.append(f"Hint: {hint}")
+            break
+    return lines
+
+
+def _call(fn: Callable, args: tuple, name: str):
+    """Call the student's function; turn an exception into feedback."""
+    __tracebackhide__ = True
+    try:
+        return fn(*args)
+    except CheckFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any error in student code is feedback
+        _fail(f"✗ {name} raised {type(exc).__name__}: {exc}", ["fix the error above, then run this cell again"])
+
+
+def _report(name: str, problems: list[str]) -> None:
+    __tracebackhide__ = True
+    if problems:
+        _fail(f"✗ {name}", problems)
+    print(f"✓ {name}: {PASSED}")
+
+
+# ------------------------------------------------------------ chapter 4
+
+FLYING_ARROWS_TOLERANCE = 1e-3
+
+
+def flying_arrows_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The lecture's exercise: embeddings of "flying" and "arrows"; q, k, v are dims 0-1, 2-3, 4-5.
+
+    Returns ``q, k, v`` of shape ``(batch=1, seq=2, d=2)``.
+    """
+    x = torch.tensor([[0.0, 1, 1, 1, 1, 0], [1, 1, 0, -1, -1, 1]])[None]  # (1, 2, 6)
+    return x[..., 0:2], x[..., 2:4], x[..., 4:6]
+
+
+def check_flying_arrows(answer) -> None:
+    """The self-attention output for "flying" (2 numbers), within 1e-3."""
+    __tracebackhide__ = True
+    q, k, v = flying_arrows_inputs()
+    out, w = scaled_dot_product_attention(q, k, v, return_weights=True)
+    unscaled = scaled_dot_product_attention(q, k, v, scale=1.0)
+    wrong_axis = (q @ k.transpose(-2, -1) / math.sqrt(2)).softmax(dim=-2) @ v
+    mistakes = {
+        "this is the output without dividing the scores by sqrt(d_k) = sqrt(2).": unscaled[0, 0],
+        "these are the attention weights of 'flying'; the output is their weighted sum of the values.": w[0, 0],
+        "the softmax must run over the keys (each query's row), not over the queries.": wrong_axis[0, 0],
+        "this is the output for 'arrows'; the question asks for 'flying' (the first word).": out[0, 1],
+    }
+    problems = compare(answer, out[0, 0], ("d_v",), atol=FLYING_ARROWS_TOLERANCE, rtol=0.0,
+                       mistakes=mistakes, what="output for 'flying'")
+    _report("flying arrows", problems)
+
+
+def _attention_cases(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = torch.randn(2, 3, 4, generator=g), torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 6, generator=g)
+    mask = torch.rand(2, 3, 5, generator=g) > 0.4
+    mask[..., 0] = True  # every query may see at least one key
+    return [("no mask", (q, k, v, None)), ("with a mask", (q, k, v, mask))]
+
+
+def _attention_mistakes(q, k, v, mask) -> dict[str, torch.Tensor]:
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1)
+    masked = scores if mask is None else scores.masked_fill(~mask, float("-inf"))
+    out = {
+        "forgot to divide the scores by sqrt(d_k).": masked.softmax(-1) @ v,
+        "the softmax runs over the wrong axis: each query's weights (one row, over the keys) must sum to 1.":
+            (masked / math.sqrt(d_k)).softmax(-2).nan_to_num(0.0) @ v,
+        "divided by d_k instead of sqrt(d_k).": (masked / d_k).softmax(-1) @ v,
+    }
+    if mask is not None:
+        w = (scores / math.sqrt(d_k)).softmax(-1)
+        out["the mask was applied after the softmax: blocked keys must get -inf *before* it, "
+            "so the remaining weights still sum to 1."] = (w * mask) @ v
+        out["the mask is inverted: True means 'may attend'."] = (
+            (scores / math.sqrt(d_k)).masked_fill(mask, float("-inf")).softmax(-1).nan_to_num(0.0) @ v)
+    return out
+
+
+def check_attention(fn: Callable, seed: int = 0) -> None:
+    """``fn(q, k, v, mask=None)`` must equal scaled dot-product attention (atol 1e-5)."""
+    __tracebackhide__ = True
+    for case, (q, k, v, mask) in _attention_cases(seed):
+        got = _call(fn, (q, k, v, mask), f"attention ({case})")
+        if isinstance(got, tuple):
+            _fail(f"✗ attention ({case})", ["returned a tuple; return only the output tensor"])
+        expected = scaled_dot_product_attention(q, k, v, mask)
+        mistakes = _attention_mistakes(q, k, v, mask)
+        w = scaled_dot_product_attention(q, k, v, mask, return_weights=True)[1]
+        mistakes["you returned the attention weights; return weights @ v."] = w
+        problems = compare(got, expected, ("batch", "T_q", "d_v"), atol=1e-5, rtol=1e-4, mistakes=mistakes,
+                           what=f"output ({case})")
+        if problems:
+            _report(f"attention ({case})", problems)
+    _report("attention", [])
+
+
+def check_causal_mask(fn: Callable) -> None:
+    """``fn(seq_len)`` must return the ``(seq_len, seq_len)`` bool mask, True = may attend."""
+    __tracebackhide__ = True
+    for n in (1, 4, 7):
+        got = _call(fn, (n,), f"causal_mask({n})")
+        expected = causal_mask(n)
+        ones = torch.ones(n, n, dtype=torch.bool)
+        mistakes = {
+            "off by one: a position may attend to itself, so the diagonal is True.": ones.tril(-1),
+            "this is the upper triangle: query t may see keys 0..t (the past), not the future.": ones.triu(),
+            "inverted: True means 'may attend' in this book (PyTorch's nn.MultiheadAttention uses the opposite).":
+                ~expected,
+        }
+        problems = compare(got, expected, ("T_q", "T_k"), dtype=torch.bool, mistakes=mistakes,
+                           what=f"causal_mask({n})")
+        if problems:
+            _report(f"causal_mask({n})", problems)
+    _report("causal_mask", [])
+
+
+def check_self_attention(fn: Callable, seed: int = 0) -> None:
+    """``fn(x, W_q, W_k, W_v)``: project ``x (batch, seq, d_model)`` with ``X W`` and attend (atol 1e-5)."""
+    __tracebackhide__ = True
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, 4, 6, generator=g)
+    w_q, w_k, w_v = (torch.randn(6, 6, generator=g) / 6 ** 0.5 for _ in range(3))
+    got = _call(fn, (x, w_q, w_k, w_v), "self_attention")
+    expected = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v)
+    mistakes = {
+        "transposed weights: in this book q = x W^Q, i.e. x @ W_q, not x @ W_q.T.":
+            scaled_dot_product_attention(x @ w_q.T, x @ w_k.T, x @ w_v.T),
+        "forgot to divide the scores by sqrt(d_k).": scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v, scale=1.0),
+        "queries and keys are swapped: the scores are Q K^T, row = query.":
+            scaled_dot_product_attention(x @ w_k, x @ w_q, x @ w_v),
+    }
+    _report("self_attention", compare(got, expected, ("batch", "seq", "d_model"), atol=1e-5, rtol=1e-4,
+                                      mistakes=mistakes, what="self_attention output"))

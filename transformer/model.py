@@ -1,0 +1,119 @@
+"""Three Transformers from the same blocks (chapter 10).
+
+- :class:`EncoderDecoder` (the 2017 translator): the encoder sees the whole
+  source; the decoder sees the target's past and, through cross-attention,
+  the encoder's output.
+- :class:`DecoderOnly` (GPT-like, generation): one causal stack, predicts the next token.
+- :class:`EncoderOnly` (BERT-like, representation): one stack that sees every
+  position, trained to fill in blanks.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._validate import require_rank
+from .blocks import Decoder, Encoder
+from .config import TransformerConfig
+from .embedding import TokenEmbedding
+from .heads import OutputHead
+from .masks import causal_mask, padding_mask
+from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
+
+
+def added_positional(cfg: TransformerConfig) -> nn.Module:
+    """The encoding added to the embeddings; identity for RoPE, relative bias and NoPE."""
+    if cfg.positional == "sinusoidal":
+        return SinusoidalPositionalEncoding(cfg.d_model, cfg.max_len)
+    if cfg.positional == "learned":
+        return LearnedPositionalEncoding(cfg.d_model, cfg.max_len)
+    return nn.Identity()
+
+
+def _check_ids(name: str, ids: torch.Tensor) -> None:
+    require_rank(name, ids, (2,), "(batch, seq)")
+
+
+class _Embed(nn.Module):
+    """Token embedding, plus an added positional encoding, then dropout."""
+
+    def __init__(self, cfg: TransformerConfig, vocab_size: int):
+        super().__init__()
+        self.tokens = TokenEmbedding(vocab_size, cfg.d_model)
+        self.positions = added_positional(cfg)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.max_len = cfg.max_len
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        if ids.shape[1] > self.max_len:
+            raise ValueError(f"ids: expected at most max_len={self.max_len} positions, got {ids.shape[1]}")
+        return self.drop(self.positions(self.tokens(ids)))  # (batch, seq) -> (batch, seq, d_model)
+
+
+class EncoderDecoder(nn.Module):
+    """``forward(src (batch, T_e), tgt (batch, T_d)) -> logits (batch, T_d, vocab_size)``."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.src_embed = _Embed(cfg, cfg.src_vocab_size or cfg.vocab_size)
+        self.tgt_embed = _Embed(cfg, cfg.vocab_size)
+        self.encoder = Encoder(cfg)
+        self.decoder = Decoder(cfg)
+        self.head = OutputHead(cfg.d_model, cfg.vocab_size, self.tgt_embed.tokens if cfg.tie_weights else None)
+
+    def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``src (batch, T_e)`` -> memory ``(batch, T_e, d_model)`` and its padding mask ``(batch, 1, T_e)``."""
+        _check_ids("src", src)
+        src_mask = padding_mask(src, self.cfg.pad_id)
+        return self.encoder(self.src_embed(src), src_mask), src_mask
+
+    def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``tgt (batch, T_d)`` and memory -> logits ``(batch, T_d, vocab_size)``."""
+        _check_ids("tgt", tgt)
+        self_mask = causal_mask(tgt.shape[1], tgt.device) & padding_mask(tgt, self.cfg.pad_id)  # (batch, T_d, T_d)
+        return self.head(self.decoder(self.tgt_embed(tgt), memory, self_mask, src_mask))
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+        memory, src_mask = self.encode(src)
+        return self.decode(tgt, memory, src_mask)
+
+
+class DecoderOnly(nn.Module):
+    """GPT-like: ``forward(ids (batch, T)) -> logits (batch, T, vocab_size)``, each position sees its past."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = _Embed(cfg, cfg.vocab_size)
+        self.blocks = Encoder(cfg)  # self-attention + FFN blocks; the causal mask makes them a decoder
+        self.head = OutputHead(cfg.d_model, cfg.vocab_size, self.embed.tokens if cfg.tie_weights else None)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        _check_ids("ids", ids)
+        mask = causal_mask(ids.shape[1], ids.device) & padding_mask(ids, self.cfg.pad_id)  # (batch, T, T)
+        return self.head(self.blocks(self.embed(ids), mask))
+
+
+class EncoderOnly(nn.Module):
+    """BERT-like: ``encode(ids)`` gives hidden states ``(batch, T, d_model)``; ``forward`` gives logits to fill blanks."""
+
+    def __init__(self, cfg: TransformerConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.embed = _Embed(cfg, cfg.vocab_size)
+        self.encoder = Encoder(cfg)
+        self.head = OutputHead(cfg.d_model, cfg.vocab_size, self.embed.tokens if cfg.tie_weights else None)
+
+    def encode(self, ids: torch.Tensor) -> torch.Tensor:
+        _check_ids("ids", ids)
+        return self.encoder(self.embed(ids), padding_mask(ids, self.cfg.pad_id))
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.encode(ids))
+
+
+def count_parameters(model: nn.Module) -> int:
+    """Trainable parameters, each shared tensor counted once."""
+    return sum(p.numel() for p in {id(p): p for p in model.parameters() if p.requires_grad}.values())

@@ -1,0 +1,66 @@
+"""Layer normalisation and RMS normalisation (chapter 6).
+
+LayerNorm turns each token vector into a z-score over its features,
+``(x - mean) / sqrt(var + eps)``, then scales by ``gamma`` and shifts by ``beta``.
+RMSNorm drops the centring: ``x / sqrt(mean(x**2) + eps) * gamma``.
+Both act on the last dimension only, token by token.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._validate import require_float, require_positive_int, shape_str
+
+
+def _check(name: str, x: torch.Tensor, d_model: int) -> None:
+    require_float(name, x)
+    if x.dim() < 1 or x.shape[-1] != d_model:
+        raise ValueError(f"{name}: expected d_model={d_model} in the last dimension, got shape {shape_str(x)}")
+
+
+class LayerNorm(nn.Module):
+    """``(..., d_model) -> (..., d_model)``: a z-score per token, then ``gamma * z + beta``."""
+
+    def __init__(self, d_model: int, eps: float = 1e-5):
+        super().__init__()
+        require_positive_int("d_model", d_model)
+        self.gamma = nn.Parameter(torch.ones(d_model))
+        self.beta = nn.Parameter(torch.zeros(d_model))
+        self.d_model, self.eps = d_model, eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check("x", x, self.d_model)
+        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
+        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1): divide by d_model, not d_model - 1
+        return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta
+
+    def extra_repr(self) -> str:
+        return f"{self.d_model}, eps={self.eps}"
+
+
+class RMSNorm(nn.Module):
+    """``(..., d_model) -> (..., d_model)``: divide by the root mean square, then scale by ``gamma``."""
+
+    def __init__(self, d_model: int, eps: float = 1e-6):
+        super().__init__()
+        require_positive_int("d_model", d_model)
+        self.gamma = nn.Parameter(torch.ones(d_model))
+        self.d_model, self.eps = d_model, eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check("x", x, self.d_model)
+        return self.gamma * x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
+
+    def extra_repr(self) -> str:
+        return f"{self.d_model}, eps={self.eps}"
+
+
+def make_norm(kind: str, d_model: int, eps: float = 1e-5) -> nn.Module:
+    """``"layer"`` -> :class:`LayerNorm`, ``"rms"`` -> :class:`RMSNorm`."""
+    if kind == "layer":
+        return LayerNorm(d_model, eps)
+    if kind == "rms":
+        return RMSNorm(d_model, eps)
+    raise ValueError(f"norm: expected 'layer' or 'rms', got {kind!r}")

@@ -1,0 +1,170 @@
+"""Positional encodings (chapter 3).
+
+Attention by itself treats its input as a set. Five ways to tell it about
+order are taught here:
+
+- ``sinusoidal``: fixed sines and cosines added to the embeddings (the 2017 paper);
+- ``learned``: one trained vector per absolute position, added to the embeddings;
+- ``relative``: a trained bias ``b[t - i]`` added to the attention score of query ``t`` and key ``i``;
+- ``rope``: queries and keys rotated by an angle proportional to their position;
+- ``none``: nothing at all (NoPE); only a causal mask can then break the symmetry.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._validate import require_positive_int, require_rank, require_tensor, shape_str
+
+POSITIONAL_SCHEMES = ("sinusoidal", "learned", "relative", "rope", "none")
+
+
+def _frequencies(d_model: int, base: float) -> torch.Tensor:
+    """``omega_i = base ** (-2i / d_model)`` for ``i = 0 .. ceil(d_model / 2) - 1``."""
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    return base ** (-two_i / d_model)
+
+
+def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """The fixed table ``P`` of shape ``(n_positions, d_model)`` (chapter 3).
+
+    ``P[pos, 2i] = sin(pos / base**(2i/d_model))`` and
+    ``P[pos, 2i+1] = cos(pos / base**(2i/d_model))``.
+    """
+    require_positive_int("n_positions", n_positions)
+    require_positive_int("d_model", d_model)
+    pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (positions, 1)
+    angles = pos * _frequencies(d_model, base)[None, :]  # (positions, ceil(d_model / 2))
+    table = torch.zeros(n_positions, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angles)
+    table[:, 1::2] = torch.cos(angles[:, : d_model // 2])
+    return table.float()
+
+
+def shift_matrix(c: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
+    """``M_c`` of shape ``(d_model, d_model)`` with ``P[t + c] = M_c @ P[t]`` for every ``t`` (chapter 3).
+
+    It is block diagonal: each (sin, cos) pair is rotated by the angle ``c * omega_i``.
+    The matrix does not depend on ``t``, which is what makes the encoding relative.
+    """
+    if isinstance(c, bool) or not isinstance(c, int):
+        raise TypeError(f"c: expected an int offset, got {type(c).__name__}")
+    require_positive_int("d_model", d_model)
+    if d_model % 2:
+        raise ValueError(f"d_model: expected an even d_model so every sine has its cosine, got {d_model}")
+    m = torch.zeros(d_model, d_model, dtype=torch.float64)
+    for i, w in enumerate(_frequencies(d_model, base)):
+        a = c * w
+        cos, sin = torch.cos(a), torch.sin(a)
+        # sin(x + a) = sin x cos a + cos x sin a ;  cos(x + a) = cos x cos a - sin x sin a
+        m[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.stack([torch.stack([cos, sin]),
+                                                               torch.stack([-sin, cos])])
+    return m.float()
+
+
+def _check_length(name: str, seq: int, max_len: int) -> None:
+    if seq > max_len:
+        raise ValueError(
+            f"{name}: expected a sequence of at most max_len={max_len} positions, got {seq}; "
+            "build the encoding with a larger max_len"
+        )
+
+
+class SinusoidalPositionalEncoding(nn.Module):
+    """Adds the fixed table: ``(batch, seq, d_model) -> (batch, seq, d_model)``."""
+
+    def __init__(self, d_model: int, max_len: int = 512, base: float = 10000.0):
+        super().__init__()
+        self.register_buffer("table", sinusoidal_encoding(max_len, d_model, base), persistent=False)
+        self.max_len, self.d_model = max_len, d_model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        require_rank("x", x, (3,), "(batch, seq, d_model)")
+        _check_length("x", x.shape[1], self.max_len)
+        if x.shape[2] != self.d_model:
+            raise ValueError(f"x: expected d_model={self.d_model} in the last dimension, got shape {shape_str(x)}")
+        return x + self.table[: x.shape[1]]
+
+
+class LearnedPositionalEncoding(nn.Module):
+    """One trained vector per absolute position, added: ``(batch, seq, d_model)`` in and out."""
+
+    def __init__(self, d_model: int, max_len: int = 512):
+        super().__init__()
+        require_positive_int("max_len", max_len)
+        self.weight = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
+        self.max_len, self.d_model = max_len, d_model
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        require_rank("x", x, (3,), "(batch, seq, d_model)")
+        _check_length("x", x.shape[1], self.max_len)
+        if x.shape[2] != self.d_model:
+            raise ValueError(f"x: expected d_model={self.d_model} in the last dimension, got shape {shape_str(x)}")
+        return x + self.weight[: x.shape[1]]
+
+
+class RelativePositionBias(nn.Module):
+    """A trained scalar ``b[t - i]`` per head, added to the score of query ``t`` and key ``i``.
+
+    Distances beyond ``max_distance`` share the bias of ``max_distance``.
+    ``forward(T_q, T_k)`` returns the bias of shape ``(heads, T_q, T_k)``.
+    """
+
+    def __init__(self, n_heads: int, max_distance: int = 128):
+        super().__init__()
+        require_positive_int("n_heads", n_heads)
+        require_positive_int("max_distance", max_distance)
+        self.max_distance = max_distance
+        self.bias = nn.Parameter(torch.zeros(n_heads, 2 * max_distance + 1))
+
+    def forward(self, t_q: int, t_k: int, offset: int = 0) -> torch.Tensor:
+        t = torch.arange(t_q, device=self.bias.device)[:, None] + offset  # (T_q, 1)
+        i = torch.arange(t_k, device=self.bias.device)[None, :]  # (1, T_k)
+        dist = (t - i).clamp(-self.max_distance, self.max_distance)  # (T_q, T_k)
+        return self.bias[:, dist + self.max_distance]  # (heads, T_q, T_k)
+
+
+def rotation_matrix(angle: float) -> torch.Tensor:
+    """The 2 x 2 rotation ``R = [[cos, -sin], [sin, cos]]`` used by RoPE."""
+    a = torch.as_tensor(angle, dtype=torch.float64)
+    return torch.stack([torch.stack([a.cos(), -a.sin()]), torch.stack([a.sin(), a.cos()])]).float()
+
+
+def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
+    """Rotate each pair ``(x[2i], x[2i+1])`` of ``x`` ``(..., seq, d)`` by ``position * omega_i`` (chapter 3).
+
+    Then ``<apply_rope(q)[t], apply_rope(k)[i]>`` depends on ``t - i`` only.
+    """
+    require_tensor("x", x)
+    if x.dim() < 2:
+        raise ValueError(f"x: expected at least 2 dimensions (..., seq, d), got shape {shape_str(x)}")
+    d = x.shape[-1]
+    if d % 2:
+        raise ValueError(f"x: expected an even last dimension (pairs are rotated), got {d}")
+    seq = x.shape[-2]
+    if positions is None:
+        positions = torch.arange(seq, device=x.device)
+    if positions.shape[-1] != seq:
+        raise ValueError(f"positions: expected {seq} positions to match x, got shape {shape_str(positions)}")
+    angles = positions.to(torch.float64)[..., None] * _frequencies(d, base).to(x.device)  # (seq, d / 2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., seq, d / 2) each
+    out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., seq, d / 2, 2)
+    return out.flatten(-2)  # (..., seq, d)
+
+
+class RotaryEmbedding(nn.Module):
+    """RoPE for the queries and keys of one attention layer: ``(batch, heads, seq, d_head)``."""
+
+    def __init__(self, d_head: int, max_len: int = 512, base: float = 10000.0):
+        super().__init__()
+        require_positive_int("d_head", d_head)
+        if d_head % 2:
+            raise ValueError(f"d_head: expected an even head size for RoPE, got {d_head}")
+        self.d_head, self.max_len, self.base = d_head, max_len, base
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        _check_length("x", offset + x.shape[-2], self.max_len)
+        positions = torch.arange(offset, offset + x.shape[-2], device=x.device)
+        return apply_rope(x, positions, self.base)

@@ -1,0 +1,209 @@
+"""Tokenization: text -> tokens -> ids, and back (chapter 1).
+
+Two tokenizers are taught: a word-level one with a vocabulary and special
+tokens, and byte-pair encoding (BPE) trained from scratch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import torch
+
+PAD, SOS, EOS, UNK = "<pad>", "<sos>", "<eos>", "<unk>"
+SPECIAL_TOKENS = (PAD, SOS, EOS, UNK)
+
+_WORD = re.compile(r"<[a-z]+>|\w+|[^\w\s]")
+
+
+def split_words(text: str) -> list[str]:
+    """Split on white space and punctuation: ``"I ate an apple."`` -> ``["I", "ate", "an", "apple", "."]``.
+
+    Special tokens written in the text, such as ``<eos>``, stay whole.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text: expected str, got {type(text).__name__}")
+    return _WORD.findall(text)
+
+
+class Vocabulary:
+    """A two-way map between tokens and ids. Special tokens take the first ids."""
+
+    def __init__(self, tokens: Iterable[str], specials: Sequence[str] = SPECIAL_TOKENS):
+        self.itos: list[str] = []
+        self.stoi: dict[str, int] = {}
+        for tok in [*specials, *tokens]:
+            if tok not in self.stoi:
+                self.stoi[tok] = len(self.itos)
+                self.itos.append(tok)
+        self.specials = tuple(specials)
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def __contains__(self, token: str) -> bool:
+        return token in self.stoi
+
+    def __repr__(self) -> str:
+        return f"Vocabulary(size={len(self)}, specials={self.specials})"
+
+    def id_of(self, token: str) -> int:
+        """The id of ``token``; an unknown token maps to ``<unk>`` or raises if there is none."""
+        if token in self.stoi:
+            return self.stoi[token]
+        if UNK in self.stoi:
+            return self.stoi[UNK]
+        raise ValueError(
+            f"token: expected a token in the vocabulary (size {len(self)}) or a vocabulary "
+            f"with {UNK!r}, got unknown token {token!r}"
+        )
+
+    def token_of(self, i: int) -> str:
+        if isinstance(i, torch.Tensor):
+            i = int(i)
+        if not 0 <= i < len(self):
+            raise ValueError(f"id: expected an int in [0, {len(self) - 1}], got {i}")
+        return self.itos[i]
+
+    @property
+    def pad_id(self) -> int | None:
+        return self.stoi.get(PAD)
+
+    @property
+    def sos_id(self) -> int | None:
+        return self.stoi.get(SOS)
+
+    @property
+    def eos_id(self) -> int | None:
+        return self.stoi.get(EOS)
+
+    @property
+    def unk_id(self) -> int | None:
+        return self.stoi.get(UNK)
+
+
+class WordTokenizer:
+    """Word-level tokenizer: ``encode("I ate an apple") -> [1, 4, 5, 6, 7, 2]`` (with ``<sos>``/``<eos>``)."""
+
+    def __init__(self, vocab: Vocabulary):
+        self.vocab = vocab
+
+    @classmethod
+    def fit(cls, texts: Iterable[str], specials: Sequence[str] = SPECIAL_TOKENS,
+            min_count: int = 1) -> "WordTokenizer":
+        """Build the vocabulary from ``texts``: specials first, then words by first appearance."""
+        counts: Counter[str] = Counter()
+        order: dict[str, None] = {}
+        for text in texts:
+            for w in split_words(text):
+                counts[w] += 1
+                order.setdefault(w, None)
+        return cls(Vocabulary([w for w in order if counts[w] >= min_count], specials))
+
+    def tokenize(self, text: str) -> list[str]:
+        return split_words(text)
+
+    def encode(self, text: str, add_special: bool = True) -> list[int]:
+        ids = [self.vocab.id_of(w) for w in self.tokenize(text)]
+        if add_special:
+            for name, tok in (("<sos>", self.vocab.sos_id), ("<eos>", self.vocab.eos_id)):
+                if tok is None:
+                    raise ValueError(f"add_special: expected a vocabulary with {name}, got none; "
+                                     "pass add_special=False")
+            ids = [self.vocab.sos_id, *ids, self.vocab.eos_id]
+        return ids
+
+    def decode(self, ids: Iterable[int], skip_special: bool = True) -> str:
+        toks = [self.vocab.token_of(i) for i in ids]
+        if skip_special:
+            toks = [t for t in toks if t not in self.vocab.specials]
+        return " ".join(toks)
+
+
+def one_hot(ids, vocab_size: int) -> torch.Tensor:
+    """One-hot rows: ``ids`` of shape ``(...,)`` -> ``(..., vocab_size)`` float (chapter 1)."""
+    ids = torch.as_tensor(ids)
+    if ids.is_floating_point():
+        raise TypeError(f"ids: expected integer token ids, got dtype {ids.dtype}")
+    if ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
+        raise ValueError(
+            f"ids: expected ids in [0, {vocab_size - 1}] for vocab_size={vocab_size}, "
+            f"got values in [{int(ids.min())}, {int(ids.max())}]"
+        )
+    return torch.nn.functional.one_hot(ids.long(), vocab_size).float()
+
+
+# ---------------------------------------------------------------- BPE
+
+
+def count_pairs(words: dict[tuple[str, ...], int]) -> Counter[tuple[str, str]]:
+    """How often each adjacent pair of symbols occurs, weighted by word frequency."""
+    pairs: Counter[tuple[str, str]] = Counter()
+    for symbols, freq in words.items():
+        for pair in zip(symbols, symbols[1:]):
+            pairs[pair] += freq
+    return pairs
+
+
+def merge_pair(pair: tuple[str, str], words: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], int]:
+    """Replace every occurrence of ``pair`` by one joined symbol (one BPE merge step)."""
+    a, b = pair
+    merged: dict[tuple[str, ...], int] = {}
+    for symbols, freq in words.items():
+        out, i = [], 0
+        while i < len(symbols):
+            if i + 1 < len(symbols) and symbols[i] == a and symbols[i + 1] == b:
+                out.append(a + b)
+                i += 2
+            else:
+                out.append(symbols[i])
+                i += 1
+        merged[tuple(out)] = merged.get(tuple(out), 0) + freq
+    return merged
+
+
+class BPETokenizer:
+    """Byte-pair encoding learned from a corpus: ``merges`` in the order they were learned."""
+
+    def __init__(self, merges: Sequence[tuple[str, str]], alphabet: Iterable[str]):
+        self.merges = list(merges)
+        self.ranks = {pair: r for r, pair in enumerate(self.merges)}
+        self.alphabet = sorted(set(alphabet))
+        self.vocab = Vocabulary(self.alphabet + [a + b for a, b in self.merges])
+
+    @classmethod
+    def train(cls, texts: Iterable[str], n_merges: int) -> "BPETokenizer":
+        """Learn ``n_merges`` merges; ties in frequency go to the alphabetically first pair."""
+        if isinstance(n_merges, bool) or not isinstance(n_merges, int) or n_merges < 0:
+            raise ValueError(f"n_merges: expected an int >= 0, got {n_merges!r}")
+        counts = Counter(w for text in texts for w in text.split())
+        words = {tuple(w): c for w, c in counts.items()}
+        alphabet = {ch for w in words for ch in w}
+        merges = []
+        for _ in range(n_merges):
+            pairs = count_pairs(words)
+            if not pairs:
+                break
+            best = min(pairs, key=lambda p: (-pairs[p], p))
+            merges.append(best)
+            words = merge_pair(best, words)
+        return cls(merges, alphabet)
+
+    def tokenize_word(self, word: str) -> list[str]:
+        symbols = list(word)
+        while len(symbols) > 1:
+            ranked = [(self.ranks.get(p, len(self.ranks)), i)
+                      for i, p in enumerate(zip(symbols, symbols[1:]))]
+            rank, i = min(ranked)
+            if rank == len(self.ranks):
+                break
+            symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
+        return symbols
+
+    def tokenize(self, text: str) -> list[str]:
+        return [s for w in text.split() for s in self.tokenize_word(w)]
+
+    def encode(self, text: str) -> list[int]:
+        return [self.vocab.id_of(s) for s in self.tokenize(text)]

@@ -25,6 +25,7 @@ from .attention import scaled_dot_product_attention
 from .masks import causal_mask
 
 PASSED = "public checks passed; hidden checks run at grading"
+SMALL = 16  # answers with fewer values than this never show the size of an error
 
 
 class CheckFailed(AssertionError):
@@ -72,7 +73,7 @@ def compare(got, expected: torch.Tensor, dims: Sequence[str], atol: float = 1e-4
             for d, a, b in zip(dims, expected.shape, t.shape):
                 if a != b:
                     lines.append(f"dimension '{d}' should have size {a}, got {b}")
-        return lines
+        return lines + _hint(t, mistakes, atol, rtol)
     if t.dtype == torch.bool or expected.dtype == torch.bool:
         wrong = t.bool() != expected.bool()
         err = wrong.double()
@@ -87,14 +88,23 @@ def compare(got, expected: torch.Tensor, dims: Sequence[str], atol: float = 1e-4
     if not bool(wrong.any()):
         return []
     first = tuple(int(i) for i in wrong.nonzero()[0])
-    lines = [f"{what}: {int(wrong.sum())} of {wrong.numel()} values are wrong",
-             f"first wrong value at index {first}; largest error {float(err.max()):.3g} "
-             f"(tolerance atol={atol:g}, rtol={rtol:g})"]
+    tolerance = "" if t.dtype == torch.bool else f" (tolerance atol={atol:g}, rtol={rtol:g})"
+    lines = [f"{what}: {int(wrong.sum())} of {wrong.numel()} values are wrong{tolerance}"]
+    if t.dtype == torch.bool or wrong.numel() < SMALL:
+        # With a handful of values the size of the error would give the answer away.
+        where = [str(tuple(int(i) for i in ix)) for ix in wrong.nonzero()[:5]]
+        lines.append("wrong at index " + ", ".join(where) + (", ..." if int(wrong.sum()) > 5 else ""))
+    else:
+        lines.append(f"first wrong value at index {first}; largest error {float(err.max()):.3g}")
+    return lines + _hint(t, mistakes, atol, rtol)
+
+
+def _hint(t: torch.Tensor, mistakes: dict[str, torch.Tensor] | None, atol: float, rtol: float) -> list[str]:
+    """The hint of the first known mistake that ``t`` reproduces, if any."""
     for hint, value in (mistakes or {}).items():
         if value.shape == t.shape and torch.allclose(t.double(), value.double(), atol=atol, rtol=rtol):
-            lines.append(f"Hint: {hint}")
-            break
-    return lines
+            return [f"Hint: {hint}"]
+    return []
 
 
 def _call(fn: Callable, args: tuple, name: str):
@@ -195,7 +205,7 @@ def check_attention(fn: Callable, seed: int = 0) -> None:
 def check_causal_mask(fn: Callable) -> None:
     """``fn(seq_len)`` must return the ``(seq_len, seq_len)`` bool mask, True = may attend."""
     __tracebackhide__ = True
-    for n in (1, 4, 7):
+    for n in (4, 7, 1):
         got = _call(fn, (n,), f"causal_mask({n})")
         expected = causal_mask(n)
         ones = torch.ones(n, n, dtype=torch.bool)

@@ -1,0 +1,51 @@
+"""Shared helpers: paths, and student submissions built from the exercise and solution notebooks."""
+
+from __future__ import annotations
+
+import copy
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
+
+
+def venv_env() -> dict[str, str]:
+    """The environment for subprocesses: this interpreter's bin folder first (nbgrader calls `alembic`)."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def notebook_path(kind: str, assignment: str) -> Path:
+    return ROOT / kind / assignment / f"{assignment}.ipynb"
+
+
+def solution_sources(assignment: str) -> dict[str, str]:
+    """grade_id -> source of every solution cell in the instructor's notebook."""
+    nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
+    return {c.metadata["nbgrader"]["grade_id"]: c.source
+            for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")}
+
+
+def make_submission(assignment: str, answers: dict[str, str] | None = None, solved: bool = True):
+    """The student notebook with every answer cell solved (or left blank), then ``answers`` patched in."""
+    nb = nbformat.read(notebook_path("exercises", assignment), as_version=4)
+    nb = copy.deepcopy(nb)
+    sources = solution_sources(assignment) if solved else {}
+    for cell in nb.cells:
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if gid in sources:
+            cell.source = sources[gid]
+        if answers and gid in answers:
+            cell.source = answers[gid]
+    return nb
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT

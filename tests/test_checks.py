@@ -1,0 +1,96 @@
+"""The exercise checks: they pass the solutions, reject every wrong answer in the bank, name known
+mistakes, and never print the expected answer."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+import torch
+
+from transformer import checks
+from transformer.checks import CheckFailed
+
+from conftest import solution_sources
+from wrong_answers import CHECKS, WRONG
+
+CASES = [(a, cell, *w) for a, cells in WRONG.items() for cell, wrongs in cells.items() for w in wrongs]
+
+
+def run_answer(assignment: str, cell: str, source: str, name: str):
+    """Execute an answer cell as the notebook would: after the setup and the (correct) earlier answers."""
+    namespace = {"math": math, "torch": torch}
+    for earlier, code in solution_sources(assignment).items():
+        if earlier == cell:
+            break
+        exec(compile(code, f"<{earlier}>", "exec"), namespace)
+    exec(compile(source, f"<{cell}>", "exec"), namespace)
+    return namespace[name]
+
+
+def expected_numbers(assignment: str, cell: str) -> list[float]:
+    """The reference answer of a hand-computed exercise (independent of the checks module)."""
+    if cell == "ex1_answer":  # flying arrows, by hand: weights sigmoid(+-sqrt(2)), values [1, 0] and [-1, 1]
+        w1 = 1 / (1 + math.exp(-math.sqrt(2)))
+        return [w1 - (1 - w1), 1 - w1]
+    return []
+
+
+@pytest.mark.parametrize("assignment,cell", [(a, c) for a, cells in CHECKS.items() for c in cells])
+def test_solution_passes(assignment, cell, capsys):
+    check, name = CHECKS[assignment][cell]
+    getattr(checks, check)(run_answer(assignment, cell, solution_sources(assignment)[cell], name))
+    assert checks.PASSED in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("assignment,cell,mistake,source,hint", CASES, ids=[f"{c[1]}-{c[2]}" for c in CASES])
+def test_wrong_answer_is_rejected(assignment, cell, mistake, source, hint, capsys):
+    check, name = CHECKS[assignment][cell]
+    with pytest.raises(CheckFailed) as err:
+        getattr(checks, check)(run_answer(assignment, cell, source, name))
+    message = str(err.value)
+    assert message.startswith("✗"), message
+    if hint:
+        assert hint in message, f"feedback for '{mistake}' should name it:\n{message}"
+    for value in expected_numbers(assignment, cell):
+        for digits in (2, 3, 4):
+            assert f"{value:.{digits}f}" not in message, f"feedback shows the expected answer:\n{message}"
+    assert checks.PASSED not in capsys.readouterr().out
+
+
+def test_flying_arrows_hand_value_passes():
+    w1 = 1 / (1 + math.exp(-math.sqrt(2)))  # softmax of [1/sqrt2, -1/sqrt2]
+    checks.check_flying_arrows([2 * w1 - 1, 1 - w1])
+    checks.check_flying_arrows([0.6088, 0.1956])  # the numbers worked on paper, 4 decimals
+    with pytest.raises(CheckFailed):
+        checks.check_flying_arrows([0.6088 + 2e-3, 0.1956])  # outside the stated 1e-3 tolerance
+
+
+def test_layers_come_in_order():
+    with pytest.raises(CheckFailed, match="raised ZeroDivisionError"):
+        checks.check_attention(lambda q, k, v, mask=None: 1 / 0)
+    with pytest.raises(CheckFailed, match=r"expected shape \(batch=2, T_q=3, d_v=6\), got \(batch=2, T_q=3, d_v=5\)"):
+        checks.check_attention(lambda q, k, v, mask=None: torch.zeros(2, 3, 5))
+    with pytest.raises(CheckFailed, match="dimension 'd_v' should have size 6, got 5"):
+        checks.check_attention(lambda q, k, v, mask=None: torch.zeros(2, 3, 5))
+    with pytest.raises(CheckFailed, match="NaN or Inf"):
+        checks.check_attention(lambda q, k, v, mask=None: torch.full((2, 3, 6), float("nan")))
+    with pytest.raises(CheckFailed, match=r"36 of 36 values are wrong"):
+        checks.check_attention(lambda q, k, v, mask=None: torch.full((2, 3, 6), 100.0))
+    with pytest.raises(CheckFailed, match="expected a tensor"):
+        checks.check_attention(lambda q, k, v, mask=None: "output")
+    with pytest.raises(CheckFailed, match="returned a tuple"):
+        checks.check_attention(lambda q, k, v, mask=None: (q, k))
+
+
+def test_large_answers_report_position_and_size_of_the_error():
+    def almost(q, k, v, mask=None):
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        out[1, 2, 3] += 0.5
+        return out
+
+    with pytest.raises(CheckFailed) as err:
+        checks.check_attention(almost)
+    assert "1 of 36 values are wrong" in str(err.value)
+    assert re.search(r"first wrong value at index \(1, 2, 3\); largest error 0\.5\b", str(err.value))

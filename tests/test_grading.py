@@ -1,0 +1,91 @@
+"""`make grade` end to end: a correct, a blank, a wrong and a broken submission."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+
+import nbformat
+import pytest
+
+from conftest import ROOT, make_submission, venv_env
+
+pytestmark = pytest.mark.slow
+A = "04_queries_keys_values"
+
+NO_SCALE = """def attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return scores.softmax(dim=-1) @ v
+"""
+
+
+@pytest.fixture(scope="module")
+def graded(tmp_path_factory):
+    subs = tmp_path_factory.mktemp("submissions")
+    out = tmp_path_factory.mktemp("grading")
+    nbformat.write(make_submission(A), subs / "alice.ipynb")
+    nbformat.write(make_submission(A, solved=False), subs / f"bob_{A}.ipynb")
+    nbformat.write(make_submission(A, {"ex2_answer": NO_SCALE}), subs / "carol.ipynb")
+    (subs / "dave.ipynb").write_text("{ this is not a notebook", encoding="utf-8")
+    proc = subprocess.run([sys.executable, "tools/grade.py", A, str(subs), "--out", str(out)], cwd=ROOT,
+                          env=venv_env(), capture_output=True, text=True, timeout=600)
+    with open(out / A / "grades.csv", newline="", encoding="utf-8") as f:
+        rows = {r["student"]: r for r in csv.DictReader(f)}
+    return proc, rows, out / A
+
+
+def test_every_submission_gets_a_row(graded):
+    proc, rows, _ = graded
+    assert sorted(rows) == ["alice", "bob", "carol", "dave"], proc.stdout + proc.stderr
+
+
+def test_columns(graded):
+    _, rows, _ = graded
+    cols = list(next(iter(rows.values())))
+    assert cols[:3] == ["student", "score", "max_score"]
+    assert cols[3:-1] == ["ex1_flying_arrows", "ex2_attention", "ex3_causal_mask", "ex4_self_attention"]
+    assert cols[-1] == "problems"
+
+
+def test_scores(graded):
+    _, rows, _ = graded
+    assert float(rows["alice"]["score"]) == float(rows["alice"]["max_score"]) == 10
+    assert float(rows["bob"]["score"]) == 0
+    # Carol's attention lacks 1/sqrt(d_k): exercise 2 fails, and so does exercise 4, which calls it.
+    carol = rows["carol"]
+    assert [float(carol[c]) for c in ("ex1_flying_arrows", "ex2_attention", "ex3_causal_mask",
+                                      "ex4_self_attention")] == [2, 0, 2, 0]
+    assert float(carol["score"]) == 4
+    assert float(rows["dave"]["score"]) == 0
+
+
+def test_broken_submission_is_reported_not_fatal(graded):
+    proc, rows, _ = graded
+    assert "not a valid notebook" in rows["dave"]["problems"]
+    assert all(rows[s]["problems"] == "" for s in ("alice", "bob", "carol"))
+    assert proc.returncode == 1, "the exit status says something needs the instructor's eye"
+    assert "need your attention" in proc.stdout
+
+
+def test_feedback_pages(graded):
+    _, _, out = graded
+    pages = sorted(p.name for p in (out / "feedback").iterdir())
+    assert pages == ["alice.html", "bob.html", "carol.html", "dave.html"]
+    carol = (out / "feedback" / "carol.html").read_text(encoding="utf-8")
+    assert "forgot to divide the scores by sqrt(d_k)" in carol
+    assert "not a valid notebook" in (out / "feedback" / "dave.html").read_text(encoding="utf-8")
+
+
+def test_make_grade_writes_into_grading_folder(tmp_path):
+    nbformat.write(make_submission(A), tmp_path / "erin.ipynb")
+    proc = subprocess.run(["make", "grade", f"ASSIGNMENT={A}", f"SUBMISSIONS={tmp_path}", f"VENV={sys.prefix}"],
+                          cwd=ROOT, env=venv_env(), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with open(ROOT / "grading" / A / "grades.csv", newline="", encoding="utf-8") as f:
+        assert [(r["student"], float(r["score"])) for r in csv.DictReader(f)] == [("erin", 10.0)]
+    assert (ROOT / "grading" / A / "feedback" / "erin.html").exists()
+    ignored = subprocess.run(["git", "check-ignore", "-q", "grading/"], cwd=ROOT)
+    assert ignored.returncode == 0, "grading/ must be git-ignored"

@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,6 +88,9 @@ def problem_page(student: str, assignment: str, problems: list[str]) -> str:
 def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading") -> int:
     import nbformat
     from nbgrader.api import Gradebook
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings("ignore", category=SAWarning)  # nbgrader's own session noise
 
     source = ROOT / "solutions" / assignment / f"{assignment}.ipynb"
     if not source.exists():

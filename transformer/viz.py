@@ -22,7 +22,7 @@ def plot_attention(weights, queries: Sequence[str], keys: Sequence[str], ax=None
         raise ValueError(f"weights: expected shape (T_q={len(queries)}, T_k={len(keys)}), got {tuple(w.shape)}")
     if ax is None:
         _, ax = plt.subplots(figsize=(0.6 * len(keys) + 2, 0.5 * len(queries) + 1.5))
-    ax.imshow(w, cmap="Blues", vmin=0.0, vmax=1.0)
+    ax.imshow(w.numpy(), cmap="Blues", vmin=0.0, vmax=1.0)
     ax.set_xticks(range(len(keys)), keys, rotation=45, ha="right")
     ax.set_yticks(range(len(queries)), queries)
     ax.set_xlabel("key (attended to)")

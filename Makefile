@@ -9,7 +9,6 @@ BOOK_DIR := _build/html
 NOTEBOOKS := $(wildcard notebooks/*.ipynb)
 PYTEST_WORKERS ?= 2
 export PYTHONHASHSEED := 0
-export MPLBACKEND := Agg
 
 .PHONY: help env book test test-fast nbval notebooks exercises lab grade clean
 
@@ -36,15 +35,15 @@ book: $(ENV_STAMP)
 	@echo "The book is at: $(abspath $(BOOK_DIR))/index.html"
 
 test: $(ENV_STAMP)
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope tests
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope --nbval --nbval-current-env \
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile tests
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/sanitize.cfg notebooks solutions
 
 test-fast: $(ENV_STAMP)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow" tests
 
 nbval: $(ENV_STAMP)
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadscope --nbval --nbval-current-env \
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/sanitize.cfg notebooks solutions
 
 notebooks: $(ENV_STAMP)

@@ -18,6 +18,7 @@ chapter            module
 =================  ===========================================================
 """
 
+from . import viz
 from .attention import scaled_dot_product_attention
 from .blocks import Decoder, DecoderBlock, Encoder, EncoderBlock
 from .config import TransformerConfig

@@ -9,6 +9,10 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import torch
+
+# Two test workers share two cores: one thread each keeps the small models fast.
+torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())

@@ -30,6 +30,8 @@ def _check_qkv(q, k, v) -> None:
     for name, t in (("q", q), ("k", k), ("v", v)):
         require_float(name, t)
         require_rank(name, t, (3, 4), layout)
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"k, v: expected the dtype of q ({q.dtype}), got k {k.dtype} and v {v.dtype}")
     if not (q.dim() == k.dim() == v.dim()):
         raise ValueError(
             f"k, v: expected the same number of dimensions as q ({q.dim()}), "

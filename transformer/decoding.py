@@ -6,11 +6,12 @@ from collections.abc import Callable
 
 import torch
 
-from ._validate import require_rank
+from ._validate import require_rank, require_tensor
 
 
 def softmax_with_temperature(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
     """``softmax(logits / T)`` over the last dimension; small ``T`` sharpens, large ``T`` flattens."""
+    require_tensor("logits", logits)
     if temperature <= 0:
         raise ValueError(f"temperature: expected a number > 0, got {temperature}")
     return (logits / temperature).softmax(dim=-1)

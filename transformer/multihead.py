@@ -11,7 +11,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._validate import require_divisible, require_float, require_mask, require_positive_int, require_rank, shape_str
+from ._validate import (require_divisible, require_float, require_mask, require_positive_int, require_rank,
+                        require_tensor, shape_str)
 from .attention import scaled_dot_product_attention
 from .positional import RelativePositionBias, RotaryEmbedding
 
@@ -69,6 +70,7 @@ class MultiHeadAttention(nn.Module):
                 )
         t_k = x.shape[1] if memory is None else memory.shape[1]
         if mask is not None:
+            require_tensor("mask", mask)
             if mask.dim() == 4:
                 require_mask("mask", mask, (x.shape[0], self.n_heads, x.shape[1], t_k), "(batch, heads, T_q, T_k)")
             else:

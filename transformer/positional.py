@@ -145,6 +145,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, base: flo
     seq = x.shape[-2]
     if positions is None:
         positions = torch.arange(seq, device=x.device)
+    require_tensor("positions", positions)
     if positions.shape[-1] != seq:
         raise ValueError(f"positions: expected {seq} positions to match x, got shape {shape_str(positions)}")
     angles = positions.to(torch.float64)[..., None] * _frequencies(d, base).to(x.device)  # (seq, d / 2)
@@ -165,6 +166,7 @@ class RotaryEmbedding(nn.Module):
         self.d_head, self.max_len, self.base = d_head, max_len, base
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        require_rank("x", x, (2, 3, 4), "(batch, [heads,] seq, d_head)")
         _check_length("x", offset + x.shape[-2], self.max_len)
         positions = torch.arange(offset, offset + x.shape[-2], device=x.device)
         return apply_rope(x, positions, self.base)

@@ -38,4 +38,4 @@ def train_step(model, optimizer, src: torch.Tensor, tgt: torch.Tensor, pad_id: i
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()
-    return float(loss)
+    return loss.item()

@@ -1,0 +1,247 @@
+"""Invalid calls fail early, with the right exception and a message that names the argument,
+what was expected and what was given."""
+
+import re
+
+import pytest
+import torch
+
+import transformer as T
+from transformer.tokenization import Vocabulary
+
+
+def m(*parts):
+    """A regex matching the literal ``parts`` in this order, anything in between."""
+    return ".*".join(re.escape(p) for p in parts)
+
+
+def r(*shape):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+
+
+def sdpa(q=None, k=None, v=None, **kw):
+    q = r(2, 5, 8) if q is None else q
+    k = r(2, 7, 8) if k is None else k
+    v = r(2, 7, 6) if v is None else v
+    return T.scaled_dot_product_attention(q, k, v, **kw)
+
+
+def mha(x, **kw):
+    return T.MultiHeadAttention(16, 4)(x, **kw)
+
+
+def cfg(**kw):
+    base = dict(vocab_size=20, d_model=16, n_heads=4, d_ff=32, n_layers=1, dropout=0.0, max_len=8)
+    base.update(kw)
+    return T.TransformerConfig(**base)
+
+
+LONG_IDS = torch.full((1, 10), 3)
+BOOL_55 = torch.ones(5, 5, dtype=torch.bool)
+
+CASES = {
+    # ---- wrong rank
+    "q rank 2": (lambda: sdpa(q=r(5, 8)), ValueError,
+                 m("q:", "expected 3 or 4 dimensions", "got 2 with shape (5, 8)")),
+    "q rank 5": (lambda: sdpa(q=r(1, 2, 2, 5, 8)), ValueError,
+                 m("q:", "expected 3 or 4 dimensions", "got 5 with shape (1, 2, 2, 5, 8)")),
+    "k rank 2": (lambda: sdpa(k=r(7, 8)), ValueError,
+                 m("k:", "expected 3 or 4 dimensions", "got 2 with shape (7, 8)")),
+    "v rank 2": (lambda: sdpa(v=r(7, 6)), ValueError,
+                 m("v:", "expected 3 or 4 dimensions", "got 2 with shape (7, 6)")),
+    "k rank differs from q": (lambda: sdpa(k=r(2, 1, 7, 8), v=r(2, 1, 7, 6)), ValueError,
+                              m("k, v:", "same number of dimensions as q (3)", "got k (2, 1, 7, 8)")),
+    "x rank 2 to MultiHeadAttention": (lambda: mha(r(5, 16)), ValueError,
+                                       m("x:", "3 dimensions (batch, T_q, d_model)", "got 2 with shape (5, 16)")),
+    "x rank 4 to split_heads": (lambda: T.split_heads(r(2, 2, 5, 16), 4), ValueError,
+                                m("x:", "3 dimensions (batch, seq, d_model)", "got 4 with shape (2, 2, 5, 16)")),
+    "x rank 3 to merge_heads": (lambda: T.merge_heads(r(2, 5, 16)), ValueError,
+                                m("x:", "4 dimensions (batch, heads, seq, d_h)", "got 3 with shape (2, 5, 16)")),
+    "x rank 2 to SinusoidalPositionalEncoding": (lambda: T.SinusoidalPositionalEncoding(16)(r(5, 16)), ValueError,
+                                                 m("x:", "expected 3 dimensions", "got 2 with shape (5, 16)")),
+    "ids rank 1 to padding_mask": (lambda: T.padding_mask(torch.tensor([1, 2, 0]), 0), ValueError,
+                                   m("ids:", "expected 2 dimensions (batch, seq)", "got 1 with shape (3)")),
+    "ids rank 3 to DecoderOnly": (lambda: T.DecoderOnly(cfg())(torch.ones(1, 2, 3, dtype=torch.long)), ValueError,
+                                  m("ids:", "expected 2 dimensions (batch, seq)", "got 3 with shape (1, 2, 3)")),
+    "src rank 1 to EncoderDecoder": (lambda: T.EncoderDecoder(cfg())(torch.ones(4, dtype=torch.long),
+                                                                     torch.ones(1, 3, dtype=torch.long)), ValueError,
+                                     m("src:", "expected 2 dimensions (batch, seq)", "got 1 with shape (4)")),
+    "logits rank 1 to next_token": (lambda: T.next_token(r(10)), ValueError,
+                                    m("logits:", "expected 2 dimensions (batch, vocab)", "got 1 with shape (10)")),
+    "logits rank 2 to sequence_loss": (lambda: T.sequence_loss(r(3, 10), torch.ones(1, 3, dtype=torch.long)),
+                                       ValueError, m("logits:", "expected 3 dimensions (batch, seq, vocab)",
+                                                     "got 2 with shape (3, 10)")),
+    "tgt rank 1 to teacher_forcing": (lambda: T.teacher_forcing(torch.tensor([1, 4, 2])), ValueError,
+                                      m("tgt:", "expected 2 dimensions (batch, seq)", "got 1 with shape (3)")),
+    # ---- mismatched sizes and dtypes
+    "k dtype differs from q": (lambda: sdpa(k=r(2, 7, 8).double()), TypeError,
+                               m("k, v:", "dtype of q (torch.float32)", "got k torch.float64")),
+    "x rank 1 to RotaryEmbedding": (lambda: T.RotaryEmbedding(8)(r(8)), ValueError,
+                                    m("x:", "expected 2 or 3 or 4 dimensions", "got 1 with shape (8)")),
+    "d_k differs between q and k": (lambda: sdpa(k=r(2, 7, 6)), ValueError,
+                                    m("k:", "expected d_k=8", "got 6 (shape (2, 7, 6))")),
+    "T differs between k and v": (lambda: sdpa(v=r(2, 4, 6)), ValueError,
+                                  m("v:", "seq=7", "got 4 (shape (2, 4, 6))")),
+    "batch differs": (lambda: sdpa(k=r(3, 7, 8), v=r(3, 7, 6)), ValueError,
+                      m("k, v:", "same leading (batch, [heads]) sizes as q (2,)", "got k (3, 7, 8)")),
+    "heads differ": (lambda: sdpa(q=r(2, 4, 5, 8), k=r(2, 2, 7, 8), v=r(2, 2, 7, 6)), ValueError,
+                     m("k, v:", "as q (2, 4)", "got k (2, 2, 7, 8)")),
+    "x has the wrong d_model": (lambda: mha(r(2, 5, 8)), ValueError,
+                                m("x:", "expected d_model=16", "got shape (2, 5, 8)")),
+    "memory has another batch": (lambda: mha(r(2, 5, 16), memory=r(3, 4, 16)), ValueError,
+                                 m("memory:", "expected (batch=2, T_k, d_model=16)", "got (3, 4, 16)")),
+    "LayerNorm on the wrong d_model": (lambda: T.LayerNorm(16)(r(2, 5, 12)), ValueError,
+                                       m("x:", "expected d_model=16", "got shape (2, 5, 12)")),
+    "labels do not match logits": (lambda: T.sequence_loss(r(2, 3, 10), torch.ones(2, 4, dtype=torch.long)),
+                                   ValueError, m("labels:", "expected shape (2, 3)", "got (2, 4)")),
+    "teacher_forcing with one token": (lambda: T.teacher_forcing(torch.tensor([[1]])), ValueError,
+                                       m("tgt:", "expected at least 2 tokens", "got 1")),
+    # ---- d_model not divisible by the number of heads
+    "MultiHeadAttention 10 / 3": (lambda: T.MultiHeadAttention(10, 3), ValueError,
+                                  m("d_model:", "multiple of n_heads=3", "got d_model=10")),
+    "TransformerConfig 30 / 4": (lambda: cfg(d_model=30, n_heads=4), ValueError,
+                                 m("d_model:", "multiple of n_heads=4", "got d_model=30")),
+    "split_heads 16 / 3": (lambda: T.split_heads(r(2, 5, 16), 3), ValueError,
+                           m("d_model:", "multiple of n_heads=3", "got d_model=16")),
+    # ---- masks
+    "mask of the wrong shape": (lambda: sdpa(mask=torch.ones(5, 6, dtype=torch.bool)), ValueError,
+                                m("mask:", "broadcastable to (batch, [heads,] T_q, T_k) = (2, 5, 7)", "got (5, 6)")),
+    "mask with too many dimensions": (lambda: sdpa(mask=torch.ones(1, 2, 5, 7, dtype=torch.bool)), ValueError,
+                                      m("mask:", "expected 2 to 3 dimensions", "(2, 5, 7)", "got shape (1, 2, 5, 7)")),
+    "float mask": (lambda: sdpa(mask=torch.ones(5, 7)), TypeError,
+                   m("mask:", "expected dtype torch.bool", "got torch.float32")),
+    "int mask": (lambda: sdpa(mask=torch.ones(5, 7, dtype=torch.long)), TypeError,
+                 m("mask:", "expected dtype torch.bool", "got torch.int64")),
+    "MultiHeadAttention mask of the wrong shape": (
+        lambda: mha(r(2, 5, 16), mask=torch.ones(2, 5, 4, dtype=torch.bool)),
+        ValueError, m("mask:", "(batch, T_q, T_k) = (2, 5, 5)", "got (2, 5, 4)")),
+    "MultiHeadAttention 4-d mask with the wrong heads": (lambda: mha(r(2, 5, 16),
+                                                                     mask=torch.ones(2, 3, 5, 5, dtype=torch.bool)),
+                                                         ValueError, m("mask:", "= (2, 4, 5, 5)", "got (2, 3, 5, 5)")),
+    "MultiHeadAttention float mask": (lambda: mha(r(2, 5, 16), mask=torch.ones(2, 5, 5)), TypeError,
+                                      m("mask:", "expected dtype torch.bool", "got torch.float32")),
+    "bias of the wrong shape": (lambda: sdpa(bias=r(5, 6)), ValueError,
+                                m("bias:", "broadcastable to (batch, [heads,] T_q, T_k) = (2, 5, 7)", "got (5, 6)")),
+    "int bias": (lambda: sdpa(bias=torch.ones(5, 7, dtype=torch.long)), TypeError,
+                 m("bias:", "expected a floating-point tensor", "got dtype torch.int64")),
+    "unknown empty_rows policy": (lambda: sdpa(empty_rows="nan"), ValueError,
+                                  m("empty_rows:", "expected one of ['raise', 'zero']", "got 'nan'")),
+    # ---- longer than the positional table
+    "SinusoidalPositionalEncoding too long": (lambda: T.SinusoidalPositionalEncoding(16, max_len=8)(r(1, 10, 16)),
+                                              ValueError, m("x:", "at most max_len=8 positions", "got 10")),
+    "LearnedPositionalEncoding too long": (lambda: T.LearnedPositionalEncoding(16, max_len=8)(r(1, 9, 16)),
+                                           ValueError, m("x:", "at most max_len=8 positions", "got 9")),
+    "RotaryEmbedding too long": (lambda: T.RotaryEmbedding(8, max_len=8)(r(1, 2, 10, 8)), ValueError,
+                                 m("x:", "at most max_len=8 positions", "got 10")),
+    "RotaryEmbedding offset too long": (lambda: T.RotaryEmbedding(8, max_len=8)(r(1, 2, 3, 8), offset=6),
+                                        ValueError, m("x:", "at most max_len=8 positions", "got 9")),
+    "DecoderOnly with rope too long": (lambda: T.DecoderOnly(cfg(positional="rope"))(LONG_IDS), ValueError,
+                                       m("ids:", "at most max_len=8 positions", "got 10")),
+    "EncoderOnly with sinusoidal too long": (lambda: T.EncoderOnly(cfg())(LONG_IDS), ValueError,
+                                             m("ids:", "at most max_len=8 positions", "got 10")),
+    # ---- vocabulary and ids
+    "unknown token without <unk>": (lambda: Vocabulary(["apple"], specials=("<pad>", "<sos>", "<eos>")).id_of("pear"),
+                                    ValueError, m("token:", "'<unk>'", "got unknown token 'pear'")),
+    "WordTokenizer without <unk>": (lambda: T.WordTokenizer.fit(["I ate"], specials=("<pad>",)).encode(
+        "I ate an apple", add_special=False), ValueError, m("token:", "'<unk>'", "got unknown token 'an'")),
+    "encode with specials but no <sos>": (lambda: T.WordTokenizer.fit(["I ate"], specials=("<pad>", "<unk>")).encode(
+        "I ate"), ValueError, m("add_special:", "expected a vocabulary with <sos>", "got none")),
+    "id out of range in token_of": (lambda: Vocabulary(["a"]).token_of(9), ValueError,
+                                    m("id:", "expected an int in [0, 4]", "got 9")),
+    "TokenEmbedding id too large": (lambda: T.TokenEmbedding(10, 4)(torch.tensor([[1, 12, 3]])), ValueError,
+                                    m("ids:", "token ids in [0, 9]", "got values in [1, 12]")),
+    "TokenEmbedding negative id": (lambda: T.TokenEmbedding(10, 4)(torch.tensor([[-1, 2]])), ValueError,
+                                   m("ids:", "token ids in [0, 9]", "got values in [-1, 2]")),
+    "TokenEmbedding float ids": (lambda: T.TokenEmbedding(10, 4)(torch.tensor([[1.0, 2.0]])), TypeError,
+                                 m("ids:", "expected an integer tensor", "got dtype torch.float32")),
+    "one_hot id too large": (lambda: T.one_hot([0, 5], 5), ValueError,
+                             m("ids:", "ids in [0, 4] for vocab_size=5", "got values in [0, 5]")),
+    "one_hot float ids": (lambda: T.one_hot(torch.tensor([0.0, 1.0]), 5), TypeError,
+                          m("ids:", "expected integer token ids", "got dtype torch.float32")),
+    "OutputHead tied to the wrong shape": (lambda: T.OutputHead(8, 10, tie_to=T.TokenEmbedding(12, 8)), ValueError,
+                                           m("tie_to:", "(vocab_size=10, d_model=8)", "got (12, 8)")),
+    # ---- configuration choices
+    "positional='abc'": (lambda: cfg(positional="abc"), ValueError,
+                         m("positional:", "['learned', 'none', 'relative', 'rope', 'sinusoidal']", "got 'abc'")),
+    "norm='batch'": (lambda: cfg(norm="batch"), ValueError, m("norm:", "['layer', 'rms']", "got 'batch'")),
+    "activation='tanh'": (lambda: cfg(activation="tanh"), ValueError,
+                          m("activation:", "['gelu', 'relu']", "got 'tanh'")),
+    "dropout=1.5": (lambda: cfg(dropout=1.5), ValueError, m("dropout:", "[0, 1)", "got 1.5")),
+    "n_layers=0": (lambda: cfg(n_layers=0), ValueError, m("n_layers:", "positive int", "got 0")),
+    "d_model=16.0": (lambda: cfg(d_model=16.0), TypeError, m("d_model:", "positive int", "got float 16.0")),
+    "causal_mask(0)": (lambda: T.causal_mask(0), ValueError, m("seq_len:", "positive int", "got 0")),
+    "n_merges=-1": (lambda: T.BPETokenizer.train(["a b"], -1), ValueError, m("n_merges:", "int >= 0", "got -1")),
+    # ---- odd sizes for rotations
+    "RoPE on odd d": (lambda: T.apply_rope(r(5, 7)), ValueError, m("x:", "even last dimension", "got 7")),
+    "RotaryEmbedding odd d_head": (lambda: T.RotaryEmbedding(5), ValueError, m("d_head:", "even head size", "got 5")),
+    "rope config with odd d_h": (lambda: cfg(d_model=12, n_heads=4, positional="rope"), ValueError,
+                                 m("d_model:", "even d_h", "got d_h=3")),
+    "shift_matrix odd d": (lambda: T.shift_matrix(1, 5), ValueError, m("d_model:", "even d_model", "got 5")),
+    "shift_matrix float offset": (lambda: T.shift_matrix(1.5, 4), TypeError,
+                                  m("c:", "expected an int offset", "got float")),
+    "RoPE positions of the wrong length": (lambda: T.apply_rope(r(5, 8), torch.arange(4)), ValueError,
+                                           m("positions:", "expected 5 positions", "got shape (4)")),
+    # ---- temperature
+    "temperature 0 in softmax_with_temperature": (lambda: T.softmax_with_temperature(r(2, 5), 0.0), ValueError,
+                                                  m("temperature:", "> 0", "got 0.0")),
+    "negative temperature in next_token": (lambda: T.next_token(r(2, 5), -0.5), ValueError,
+                                           m("temperature:", "> 0", "got -0.5")),
+    # ---- not tensors
+    "q as a list": (lambda: sdpa(q=[[[1.0]]]), TypeError, m("q:", "expected a torch.Tensor", "got list")),
+    "v as a float": (lambda: sdpa(v=3.0), TypeError, m("v:", "expected a torch.Tensor", "got float")),
+    "mask as a list": (lambda: sdpa(mask=[[True] * 7] * 5), TypeError,
+                       m("mask:", "expected a torch.Tensor", "got list")),
+    "MultiHeadAttention x as a list": (lambda: mha([[[0.0] * 16]]), TypeError,
+                                       m("x:", "expected a torch.Tensor", "got list")),
+    "MultiHeadAttention mask as a list": (lambda: mha(r(1, 5, 16), mask=[[True] * 5] * 5), TypeError,
+                                          m("mask:", "expected a torch.Tensor", "got list")),
+    "padding_mask of a list": (lambda: T.padding_mask([[1, 0]], 0), TypeError,
+                               m("ids:", "expected a torch.Tensor", "got list")),
+    "TokenEmbedding of a list": (lambda: T.TokenEmbedding(10, 4)([[1, 2]]), TypeError,
+                                 m("ids:", "expected a torch.Tensor", "got list")),
+    "RMSNorm of a list": (lambda: T.RMSNorm(4)([1.0, 2.0, 3.0, 4.0]), TypeError,
+                          m("x:", "expected a torch.Tensor", "got list")),
+    "RotaryEmbedding of a list": (lambda: T.RotaryEmbedding(8)([[0.0] * 8]), TypeError,
+                                  m("x:", "expected a torch.Tensor", "got list")),
+    "RoPE positions as a list": (lambda: T.apply_rope(r(3, 4), [0, 1, 2]), TypeError,
+                                 m("positions:", "expected a torch.Tensor", "got list")),
+    "softmax_with_temperature of a list": (lambda: T.softmax_with_temperature([1.0, 2.0], 1.0), TypeError,
+                                           m("logits:", "expected a torch.Tensor", "got list")),
+    "causal_mask(2.5)": (lambda: T.causal_mask(2.5), TypeError, m("seq_len:", "positive int", "got float 2.5")),
+    # ---- int tensors to attention
+    "int q": (lambda: sdpa(q=torch.ones(2, 5, 8, dtype=torch.long)), TypeError,
+              m("q:", "expected a floating-point tensor", "got dtype torch.int64")),
+    "int k": (lambda: sdpa(k=torch.ones(2, 7, 8, dtype=torch.int32)), TypeError,
+              m("k:", "expected a floating-point tensor", "got dtype torch.int32")),
+    "bool v": (lambda: sdpa(v=torch.ones(2, 7, 6, dtype=torch.bool)), TypeError,
+               m("v:", "expected a floating-point tensor", "got dtype torch.bool")),
+    "int x to MultiHeadAttention": (lambda: mha(torch.ones(2, 5, 16, dtype=torch.long)), TypeError,
+                                    m("x:", "expected a floating-point tensor", "got dtype torch.int64")),
+    "int x to LayerNorm": (lambda: T.LayerNorm(4)(torch.ones(2, 4, dtype=torch.long)), TypeError,
+                           m("x:", "expected a floating-point tensor", "got dtype torch.int64")),
+}
+
+
+@pytest.mark.parametrize("call, exc, pattern", list(CASES.values()), ids=list(CASES))
+def test_invalid_call(call, exc, pattern):
+    with pytest.raises(exc, match=pattern):
+        call()
+
+
+def test_there_are_enough_cases():
+    assert len(CASES) >= 30
+
+
+def test_valid_calls_in_the_same_style_pass():
+    # The happy path of the calls above, so that a check that always raises would be caught.
+    out = T.scaled_dot_product_attention(r(2, 5, 8), r(2, 7, 8), r(2, 7, 6), BOOL_55[:, :1].expand(5, 7).clone())
+    assert out.shape == (2, 5, 6)
+    assert T.MultiHeadAttention(16, 4)(r(2, 5, 16), mask=BOOL_55).shape == (2, 5, 16)
+    assert T.SinusoidalPositionalEncoding(16, max_len=8)(r(1, 8, 16)).shape == (1, 8, 16)
+    assert T.RotaryEmbedding(8, max_len=8)(r(1, 2, 8, 8)).shape == (1, 2, 8, 8)
+    assert T.DecoderOnly(cfg(positional="rope"))(torch.full((1, 8), 3)).shape == (1, 8, 20)
+    assert T.TokenEmbedding(10, 4)(torch.tensor([[0, 9]])).shape == (1, 2, 4)
+    assert T.one_hot([0, 4], 5).shape == (2, 5)
+    assert T.shift_matrix(1, 4).shape == (4, 4)
+    assert T.softmax_with_temperature(r(2, 5), 1e-3).shape == (2, 5)
+    assert cfg(d_model=12, n_heads=3, positional="rope", norm="rms").d_head == 4

@@ -347,3 +347,21 @@ def test_train_step_learns_to_copy():
     src = torch.randint(3, vocab, (16, length), generator=g)
     out = greedy_decode(model, src, max_len=length + 1, sos_id=1, eos_id=2)
     assert (out[:, 1:length + 1] == src).float().mean() > 0.9
+
+
+def test_sample_decode_draws_from_the_tempered_softmax():
+    from transformer import sample_decode
+
+    # The scripted decoder puts logit 1 on its script token and 0 elsewhere (vocab 10): at temperature 1
+    # that token has probability e / (e + 9) by hand, so some draws must differ from the script.
+    model = ScriptedTranslator([[5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5]])
+    src = torch.ones(1, 3, dtype=torch.long)
+    draws = [sample_decode(model, src, 12, 1, 2, temperature=1.0, generator=torch.Generator().manual_seed(s))
+             for s in range(40)]
+    first = torch.tensor([d[0, 1].item() for d in draws])
+    p_script = math.e / (math.e + 9)
+    assert abs((first == 5).float().mean().item() - p_script) < 0.2
+    same = sample_decode(model, src, 12, 1, 2, temperature=1.0, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(same, draws[3])  # a seeded generator reproduces the draw
+    cold = sample_decode(model, src, 4, 1, 2, temperature=1e-3, generator=torch.Generator().manual_seed(0))
+    assert cold.tolist() == [[1, 5, 5, 5, 5]]  # a very low temperature is greedy

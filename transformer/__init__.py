@@ -22,7 +22,7 @@ from . import viz
 from .attention import scaled_dot_product_attention
 from .blocks import Decoder, DecoderBlock, Encoder, EncoderBlock
 from .config import TransformerConfig
-from .decoding import generate, greedy_decode, next_token, softmax_with_temperature
+from .decoding import generate, greedy_decode, next_token, sample_decode, softmax_with_temperature
 from .embedding import TokenEmbedding, rms
 from .feedforward import PositionwiseFeedForward
 from .heads import OutputHead
@@ -51,7 +51,7 @@ __all__ = [
     "PositionwiseFeedForward", "RMSNorm", "RelativePositionBias", "RotaryEmbedding", "SPECIAL_TOKENS",
     "SinusoidalPositionalEncoding", "TokenEmbedding", "TransformerConfig", "Vocabulary", "WordTokenizer",
     "apply_rope", "causal_mask", "count_parameters", "fully_masked_rows", "generate", "greedy_decode",
-    "merge_heads", "next_token", "one_hot", "padding_mask", "rms", "rotation_matrix",
+    "merge_heads", "next_token", "one_hot", "padding_mask", "rms", "rotation_matrix", "sample_decode",
     "scaled_dot_product_attention", "sequence_loss", "shift_matrix", "sinusoidal_encoding",
     "softmax_with_temperature", "split_heads", "split_words", "teacher_forcing", "train_step",
 ]

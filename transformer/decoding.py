@@ -54,10 +54,16 @@ def greedy_decode(model, src: torch.Tensor, max_len: int, sos_id: int, eos_id: i
 
     Returns ``(batch, <= max_len + 1)`` ids starting with ``sos_id``.
     """
+    return sample_decode(model, src, max_len, sos_id, eos_id, temperature=0.0)
+
+
+def sample_decode(model, src: torch.Tensor, max_len: int, sos_id: int, eos_id: int, temperature: float = 1.0,
+                  generator: torch.Generator | None = None) -> torch.Tensor:
+    """Like :func:`greedy_decode`, but each token is drawn from ``softmax(logits / temperature)``."""
     was_training = model.training
     model.eval()
     memory, src_mask = model.encode(src)
     start = torch.full((src.shape[0], 1), sos_id, dtype=torch.long, device=src.device)
-    out = generate(lambda ids: model.decode(ids, memory, src_mask), start, max_len, eos_id)
+    out = generate(lambda ids: model.decode(ids, memory, src_mask), start, max_len, eos_id, temperature, generator)
     model.train(was_training)
     return out

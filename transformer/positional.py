@@ -71,6 +71,14 @@ def _check_length(name: str, seq: int, max_len: int) -> None:
         )
 
 
+def _check_added(x: torch.Tensor, max_len: int, d_model: int) -> None:
+    """An encoding added to ``x (batch, seq, d_model)`` needs a row for every position."""
+    require_rank("x", x, (3,), "(batch, seq, d_model)")
+    _check_length("x", x.shape[1], max_len)
+    if x.shape[2] != d_model:
+        raise ValueError(f"x: expected d_model={d_model} in the last dimension, got shape {shape_str(x)}")
+
+
 class SinusoidalPositionalEncoding(nn.Module):
     """Adds the fixed table: ``(batch, seq, d_model) -> (batch, seq, d_model)``."""
 
@@ -80,10 +88,7 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.max_len, self.d_model = max_len, d_model
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        require_rank("x", x, (3,), "(batch, seq, d_model)")
-        _check_length("x", x.shape[1], self.max_len)
-        if x.shape[2] != self.d_model:
-            raise ValueError(f"x: expected d_model={self.d_model} in the last dimension, got shape {shape_str(x)}")
+        _check_added(x, self.max_len, self.d_model)
         return x + self.table[: x.shape[1]]
 
 
@@ -97,10 +102,7 @@ class LearnedPositionalEncoding(nn.Module):
         self.max_len, self.d_model = max_len, d_model
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        require_rank("x", x, (3,), "(batch, seq, d_model)")
-        _check_length("x", x.shape[1], self.max_len)
-        if x.shape[2] != self.d_model:
-            raise ValueError(f"x: expected d_model={self.d_model} in the last dimension, got shape {shape_str(x)}")
+        _check_added(x, self.max_len, self.d_model)
         return x + self.weight[: x.shape[1]]
 
 

@@ -13,7 +13,7 @@ from transformer import checks
 from transformer.checks import CheckFailed
 
 from conftest import solution_sources
-from wrong_answers import CHECKS, WRONG
+from bank import CHECKS, EXPECTED, WRONG
 
 CASES = [(a, cell, *w) for a, cells in WRONG.items() for cell, wrongs in cells.items() for w in wrongs]
 
@@ -27,14 +27,6 @@ def run_answer(assignment: str, cell: str, source: str, name: str):
         exec(compile(code, f"<{earlier}>", "exec"), namespace)
     exec(compile(source, f"<{cell}>", "exec"), namespace)
     return namespace[name]
-
-
-def expected_numbers(assignment: str, cell: str) -> list[float]:
-    """The reference answer of a hand-computed exercise (independent of the checks module)."""
-    if cell == "ex1_answer":  # flying arrows, by hand: weights sigmoid(+-sqrt(2)), values [1, 0] and [-1, 1]
-        w1 = 1 / (1 + math.exp(-math.sqrt(2)))
-        return [w1 - (1 - w1), 1 - w1]
-    return []
 
 
 @pytest.mark.parametrize("assignment,cell", [(a, c) for a, cells in CHECKS.items() for c in cells])
@@ -53,7 +45,7 @@ def test_wrong_answer_is_rejected(assignment, cell, mistake, source, hint, capsy
     assert message.startswith("✗"), message
     if hint:
         assert hint in message, f"feedback for '{mistake}' should name it:\n{message}"
-    for value in expected_numbers(assignment, cell):
+    for value in EXPECTED[assignment].get(cell, []):
         for digits in (2, 3, 4):
             assert f"{value:.{digits}f}" not in message, f"feedback shows the expected answer:\n{message}"
     assert checks.PASSED not in capsys.readouterr().out

@@ -35,8 +35,8 @@ def test_there_are_assignments():
 
 
 def test_regenerating_exercises_changes_nothing(tmp_path):
-    subprocess.run([sys.executable, "tools/generate_exercises.py", "--release-dir", str(tmp_path / "release"),
-                    "--db", str(tmp_path / "gradebook.db")], cwd=ROOT, env=venv_env(), check=True)
+    subprocess.run([sys.executable, "tools/generate_exercises.py", "--release-dir", str(tmp_path / "release")],
+                   cwd=ROOT, env=venv_env(), check=True)
     for a in ASSIGNMENTS:
         fresh = sorted(p.relative_to(tmp_path / "release" / a) for p in (tmp_path / "release" / a).rglob("*")
                        if p.is_file())

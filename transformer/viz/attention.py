@@ -1,8 +1,4 @@
-"""Pictures and interactive explorers used by the chapters.
-
-The explorers keep their logic here, in plain Python, so that it is tested:
-setting a widget's value recomputes the explorer's state and its view.
-"""
+"""Attention pictures: heatmaps, weight bars, and the soft-to-hard lookup explorer (chapter 4)."""
 
 from __future__ import annotations
 

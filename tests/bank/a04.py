@@ -1,0 +1,83 @@
+"""Wrong answers for assignment 04, queries, keys and values (see ``tests/bank/__init__.py``)."""
+
+import math
+
+ASSIGNMENT = "04_queries_keys_values"
+
+# Flying arrows by hand: scores +-1/sqrt(2), weights sigmoid(+-sqrt(2)), values [1, 0] and [-1, 1].
+_W1 = 1 / (1 + math.exp(-math.sqrt(2)))
+EXPECTED = {"ex1_answer": [2 * _W1 - 1, 1 - _W1]}
+
+WRONG = {
+    "ex1_answer": [
+        ("no 1/sqrt(d_k)", "import math\nw1 = 1 / (1 + math.exp(-2))\nflying = [2 * w1 - 1, 1 - w1]",
+         "sqrt(d_k)"),
+        ("returned the weights", "import math\nw1 = 1 / (1 + math.exp(-math.sqrt(2)))\nflying = [w1, 1 - w1]",
+         "attention weights"),
+        ("answered for 'arrows'", "import math\nw1 = 1 / (1 + math.exp(-3 / math.sqrt(2)))\nflying = [2 * w1 - 1, 1 - w1]",
+         "'arrows'"),
+        ("a guess", "flying = [0.5, 0.5]", None),
+        ("wrong length", "flying = [0.6]", "shape"),
+    ],
+    "ex2_answer": [
+        ("no 1/sqrt(d_k)",
+         "def attention(q, k, v, mask=None):\n    s = q @ k.transpose(-2, -1)\n"
+         "    if mask is not None:\n        s = s.masked_fill(~mask, float('-inf'))\n    return s.softmax(-1) @ v",
+         "sqrt(d_k)"),
+        ("softmax over the wrong axis",
+         "import math\ndef attention(q, k, v, mask=None):\n    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+         "    if mask is not None:\n        s = s.masked_fill(~mask, float('-inf'))\n    return s.softmax(-2) @ v",
+         "wrong axis"),
+        ("returned the weights",
+         "import math\ndef attention(q, k, v, mask=None):\n    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+         "    if mask is not None:\n        s = s.masked_fill(~mask, float('-inf'))\n    return s.softmax(-1)",
+         "attention weights"),
+        ("mask applied after the softmax",
+         "import math\ndef attention(q, k, v, mask=None):\n    w = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1)\n"
+         "    if mask is not None:\n        w = w * mask\n    return w @ v",
+         "after the softmax"),
+        ("mask ignored",
+         "import math\ndef attention(q, k, v, mask=None):\n"
+         "    return (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(-1) @ v",
+         None),
+        ("crashes", "def attention(q, k, v, mask=None):\n    return q @ k @ v", "raised"),
+    ],
+    "ex3_answer": [
+        ("off by one (no diagonal)",
+         "import torch\ndef causal_mask(seq_len):\n    return torch.ones(seq_len, seq_len, dtype=torch.bool).tril(-1)",
+         "off by one"),
+        ("upper triangle",
+         "import torch\ndef causal_mask(seq_len):\n    return torch.ones(seq_len, seq_len, dtype=torch.bool).triu()",
+         "upper triangle"),
+        ("PyTorch's convention (True = blocked)",
+         "import torch\ndef causal_mask(seq_len):\n    return torch.ones(seq_len, seq_len, dtype=torch.bool).triu(1)",
+         "inverted"),
+        ("float mask", "import torch\ndef causal_mask(seq_len):\n    return torch.ones(seq_len, seq_len).tril()",
+         "dtype"),
+    ],
+    "ex4_answer": [
+        ("transposed weights",
+         "import torch.nn.functional as F\ndef self_attention(x, W_q, W_k, W_v):\n"
+         "    return F.scaled_dot_product_attention(x @ W_q.T, x @ W_k.T, x @ W_v.T)",
+         "transposed"),
+        ("no 1/sqrt(d_k)",
+         "def self_attention(x, W_q, W_k, W_v):\n    q, k, v = x @ W_q, x @ W_k, x @ W_v\n"
+         "    return (q @ k.transpose(-2, -1)).softmax(-1) @ v",
+         "sqrt(d_k)"),
+        ("queries and keys swapped",
+         "import torch.nn.functional as F\ndef self_attention(x, W_q, W_k, W_v):\n"
+         "    return F.scaled_dot_product_attention(x @ W_k, x @ W_q, x @ W_v)",
+         "swapped"),
+        ("no value projection",
+         "import torch.nn.functional as F\ndef self_attention(x, W_q, W_k, W_v):\n"
+         "    return F.scaled_dot_product_attention(x @ W_q, x @ W_k, x)",
+         None),
+    ],
+}
+
+CHECKS = {
+    "ex1_answer": ("check_flying_arrows", "flying"),
+    "ex2_answer": ("check_attention", "attention"),
+    "ex3_answer": ("check_causal_mask", "causal_mask"),
+    "ex4_answer": ("check_self_attention", "self_attention"),
+}

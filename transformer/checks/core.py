@@ -1,0 +1,126 @@
+"""Immediate, layered feedback for the exercise notebooks.
+
+A check looks at a student's answer in a fixed order and stops at the first
+problem it finds:
+
+1. the code raised an exception;
+2. the answer has the wrong type or shape (named dimension by dimension);
+3. the answer contains NaN or Inf;
+4. some values are wrong (how many, the first wrong index, the largest error);
+5. and if the wrong answer equals a known mistake, a hint that names it.
+
+A check never prints the expected answer. When everything passes it says so,
+and reminds the student that hidden checks run at grading time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+
+PASSED = "public checks passed; hidden checks run at grading"
+SMALL = 16  # answers with fewer values than this never show the size of an error
+
+
+class CheckFailed(AssertionError):
+    """Raised by a check; its message is the feedback."""
+
+
+def fail(title: str, lines: Sequence[str]) -> None:
+    """Raise :class:`CheckFailed` with a title line and indented detail lines."""
+    __tracebackhide__ = True
+    raise CheckFailed("\n".join([title, *("  " + line for line in lines)]))
+
+
+def as_tensor(value) -> torch.Tensor | None:
+    """A student's answer as a tensor (from a tensor, an array, a list or a number), or None."""
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, (np.ndarray, list, tuple, float, int, np.floating)) and not isinstance(value, bool):
+        try:
+            return torch.as_tensor(np.asarray(value, dtype=np.float64))
+        except (TypeError, ValueError):
+            return None
+    return None
+
+
+def named_shape(shape, dims: Sequence[str]) -> str:
+    """``(batch=2, seq=3)`` when every dimension has a name, else ``(2, 3)``."""
+    if len(dims) == len(shape):
+        return "(" + ", ".join(f"{d}={s}" for d, s in zip(dims, shape)) + ")"
+    return "(" + ", ".join(str(s) for s in shape) + ")"
+
+
+def compare(got, expected: torch.Tensor, dims: Sequence[str], atol: float = 1e-4, rtol: float = 1e-4,
+            mistakes: dict[str, torch.Tensor] | None = None, what: str = "your answer",
+            dtype: torch.dtype | None = None) -> list[str]:
+    """Return the problems with ``got`` (empty when it equals ``expected`` within ``atol + rtol*|expected|``)."""
+    if dtype is not None:
+        if not isinstance(got, torch.Tensor):
+            return [f"{what}: expected a torch.Tensor of dtype {dtype}, got {type(got).__name__}"]
+        if got.dtype != dtype:
+            return [f"{what}: expected dtype {dtype}, got {got.dtype}"]
+    t = as_tensor(got)
+    if t is None:
+        return [f"{what}: expected a tensor (or array) of shape {named_shape(expected.shape, dims)}, "
+                f"got {type(got).__name__}"]
+    if tuple(t.shape) != tuple(expected.shape):
+        lines = [f"{what}: expected shape {named_shape(expected.shape, dims)}, got {named_shape(t.shape, dims)}"]
+        if t.dim() == expected.dim():
+            for d, a, b in zip(dims, expected.shape, t.shape):
+                if a != b:
+                    lines.append(f"dimension '{d}' should have size {a}, got {b}")
+        return lines + known_mistake(t, mistakes, atol, rtol)
+    if t.dtype == torch.bool or expected.dtype == torch.bool:
+        wrong = t.bool() != expected.bool()
+        err = wrong.double()
+    else:
+        t, e = t.double(), expected.double()
+        bad = ~torch.isfinite(t)
+        if bool(bad.any()):
+            return [f"{what}: {int(bad.sum())} of {t.numel()} values are NaN or Inf "
+                    "(a softmax over a row of -inf? a division by zero?)"]
+        err = (t - e).abs()
+        wrong = err > atol + rtol * e.abs()
+    if not bool(wrong.any()):
+        return []
+    first = tuple(int(i) for i in wrong.nonzero()[0])
+    tolerance = "" if t.dtype == torch.bool else f" (tolerance atol={atol:g}, rtol={rtol:g})"
+    lines = [f"{what}: {int(wrong.sum())} of {wrong.numel()} values are wrong{tolerance}"]
+    if t.dtype == torch.bool or wrong.numel() < SMALL:
+        # With a handful of values the size of the error would give the answer away.
+        where = [str(tuple(int(i) for i in ix)) for ix in wrong.nonzero()[:5]]
+        lines.append("wrong at index " + ", ".join(where) + (", ..." if int(wrong.sum()) > 5 else ""))
+    else:
+        lines.append(f"first wrong value at index {first}; largest error {float(err.max()):.3g}")
+    return lines + known_mistake(t, mistakes, atol, rtol)
+
+
+def known_mistake(t: torch.Tensor, mistakes: dict[str, torch.Tensor] | None, atol: float, rtol: float) -> list[str]:
+    """The hint of the first known mistake that ``t`` reproduces, if any."""
+    for text, value in (mistakes or {}).items():
+        if value.shape == t.shape and torch.allclose(t.double(), value.double(), atol=atol, rtol=rtol):
+            return [f"Hint: {text}"]
+    return []
+
+
+def call(fn: Callable, args: tuple, name: str):
+    """Call the student's function; turn an exception into feedback."""
+    __tracebackhide__ = True
+    try:
+        return fn(*args)
+    except CheckFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any error in student code is feedback
+        fail(f"✗ {name} raised {type(exc).__name__}: {exc}", ["fix the error above, then run this cell again"])
+
+
+def report(name: str, problems: list[str]) -> None:
+    """Fail with ``problems``, or print that the public checks of ``name`` passed."""
+    __tracebackhide__ = True
+    if problems:
+        fail(f"✗ {name}", problems)
+    print(f"✓ {name}: {PASSED}")

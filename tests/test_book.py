@@ -26,7 +26,21 @@ def html(tmp_path_factory) -> Path:
 
 def test_index_exists(html):
     assert (html / "index.html").exists()
-    assert (html / "book" / "intro.html").exists()
+    for page in ("intro", "setup", "notation", "api", "instructors", "glossary", "bibliography", "execution"):
+        assert (html / "book" / f"{page}.html").exists(), page
+
+
+def test_bibliography_lists_the_references(html):
+    page = (html / "book" / "bibliography.html").read_text(encoding="utf-8")
+    for title in ("Attention Is All You Need", "RoFormer", "BERT", "Generative Pre-Training", "Few-Shot Learners",
+                  "16x16 Words", "Layer Normalization", "Speech and Language Processing"):
+        assert title in page, title
+
+
+def test_execution_status_lists_every_chapter(html):
+    page = (html / "book" / "execution.html").read_text(encoding="utf-8")
+    for nb in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        assert f"notebooks/{nb.name}" in page, nb.name
 
 
 def test_chapter_4_renders_stored_outputs(html):

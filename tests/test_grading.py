@@ -46,8 +46,8 @@ def test_columns(graded):
     _, rows, _ = graded
     cols = list(next(iter(rows.values())))
     assert cols[:3] == ["student", "score", "max_score"]
-    assert cols[3:-1] == ["ex1_flying_arrows", "ex2_attention", "ex3_causal_mask", "ex4_self_attention"]
-    assert cols[-1] == "problems"
+    assert cols[3:-2] == ["ex1_flying_arrows", "ex2_attention", "ex3_causal_mask", "ex4_self_attention"]
+    assert cols[-2:] == ["problems", "file"]
 
 
 def test_scores(graded):
@@ -64,7 +64,7 @@ def test_scores(graded):
 
 def test_broken_submission_is_reported_not_fatal(graded):
     proc, rows, _ = graded
-    assert "not a valid notebook" in rows["dave"]["problems"]
+    assert "not a notebook" in rows["dave"]["problems"]
     assert all(rows[s]["problems"] == "" for s in ("alice", "bob", "carol"))
     assert proc.returncode == 1, "the exit status says something needs the instructor's eye"
     assert "need your attention" in proc.stdout
@@ -76,7 +76,7 @@ def test_feedback_pages(graded):
     assert pages == ["alice.html", "bob.html", "carol.html", "dave.html"]
     carol = (out / "feedback" / "carol.html").read_text(encoding="utf-8")
     assert "forgot to divide the scores by sqrt(d_k)" in carol
-    assert "not a valid notebook" in (out / "feedback" / "dave.html").read_text(encoding="utf-8")
+    assert "not a notebook" in (out / "feedback" / "dave.html").read_text(encoding="utf-8")
 
 
 def test_make_grade_writes_into_grading_folder(tmp_path):

@@ -1,5 +1,9 @@
 """The output head: final linear to vocabulary logits (chapter 9).
 
+The decoder's last vectors ``(batch, T_d, d_model)`` become one score per
+vocabulary entry, ``(batch, T_d, vocab_size)``: ``logits = h W^T`` with
+``W`` of shape ``(vocab_size, d_model)``, like ``nn.Linear``.
+
 With weight tying the output matrix *is* the embedding matrix ``E``:
 ``logits = h E^T``, so a token scores high when the decoder's vector points
 the way its embedding does. Untied, the matrix gets entries of about
@@ -14,28 +18,45 @@ import torch
 from torch import nn
 import torch.nn.functional as F
 
-from ._validate import require_positive_int
+from ._validate import require_float, require_positive_int, shape_str
 from .embedding import TokenEmbedding
 
 
 class OutputHead(nn.Module):
-    """``(batch, seq, d_model) -> (batch, seq, vocab_size)`` logits; ``tie_to`` shares an embedding's matrix."""
+    """``(batch, seq, d_model) -> (batch, seq, vocab_size)`` logits (chapter 9).
 
-    def __init__(self, d_model: int, vocab_size: int, tie_to: TokenEmbedding | None = None, bias: bool = False):
+    ``tie_to`` (a :class:`~transformer.embedding.TokenEmbedding` or an
+    ``nn.Embedding`` of shape ``(vocab_size, d_model)``) makes ``weight`` the
+    embedding's own Parameter: one matrix, two uses, one set of gradients.
+    """
+
+    def __init__(self, d_model: int, vocab_size: int, tie_to: TokenEmbedding | nn.Embedding | None = None,
+                 bias: bool = False):
         super().__init__()
         require_positive_int("d_model", d_model)
         require_positive_int("vocab_size", vocab_size)
         if tie_to is not None:
-            if tuple(tie_to.weight.shape) != (vocab_size, d_model):
+            weight = getattr(tie_to, "weight", None)
+            if not isinstance(weight, nn.Parameter):
+                raise TypeError(f"tie_to: expected an embedding module with a `weight` Parameter, "
+                                f"got {type(tie_to).__name__}")
+            if tuple(weight.shape) != (vocab_size, d_model):
                 raise ValueError(
                     f"tie_to: expected an embedding of shape (vocab_size={vocab_size}, d_model={d_model}), "
-                    f"got {tuple(tie_to.weight.shape)}"
+                    f"got {tuple(weight.shape)}"
                 )
-            self.weight = tie_to.weight  # the same Parameter: one matrix, two uses
+            self.weight = weight  # the same Parameter: one matrix, two uses
         else:
             self.weight = nn.Parameter(torch.randn(vocab_size, d_model) / math.sqrt(d_model))
         self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
         self.tied = tie_to is not None
+        self.d_model, self.vocab_size = d_model, vocab_size
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
-        return F.linear(h, self.weight, self.bias)  # (batch, seq, d_model) @ E^T -> (batch, seq, vocab)
+        require_float("h", h)
+        if h.dim() < 1 or h.shape[-1] != self.d_model:
+            raise ValueError(f"h: expected d_model={self.d_model} in the last dimension, got shape {shape_str(h)}")
+        return F.linear(h, self.weight, self.bias)  # (batch, seq, d_model) @ W^T -> (batch, seq, vocab)
+
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, vocab_size={self.vocab_size}, tied={self.tied}, bias={self.bias is not None}"

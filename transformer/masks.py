@@ -1,14 +1,22 @@
 """Masks (chapter 7). Convention everywhere in this package: ``True`` means "may attend".
 
+A causal mask hides the future from a decoder; a padding mask hides the
+``<pad>`` tokens that fill up the shorter sentences of a batch; ``&`` combines
+them. Attention turns every ``False`` into a score of ``-inf``, which the
+softmax turns into a weight of exactly 0.
+
 PyTorch's ``nn.MultiheadAttention`` uses the opposite convention for boolean
-masks (``True`` = blocked); ``F.scaled_dot_product_attention`` uses ours.
+masks (``True`` = blocked): pass it ``~mask``. ``F.scaled_dot_product_attention``
+uses ours.
 """
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
-from ._validate import require_positive_int, require_rank
+from ._validate import require_positive_int, require_rank, require_tensor, shape_str
 
 
 def causal_mask(seq_len: int, device=None) -> torch.Tensor:
@@ -21,15 +29,47 @@ def causal_mask(seq_len: int, device=None) -> torch.Tensor:
     return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()
 
 
+def _check_ids(ids, pad_id) -> None:
+    require_rank("ids", ids, (2,), "(batch, seq)")
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"ids: expected an integer tensor of token ids (torch.long), got dtype {ids.dtype}")
+    try:
+        if isinstance(pad_id, bool):
+            raise TypeError
+        operator.index(pad_id)  # an int, or anything that converts to one exactly (a NumPy int, a 0-d int tensor)
+    except (TypeError, RuntimeError, ValueError):
+        raise TypeError(f"pad_id: expected an int (the id of <pad>), got {type(pad_id).__name__} {pad_id!r}") from None
+
+
 def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """Keys that are real tokens: ``ids (batch, seq)`` -> ``(batch, 1, seq)`` bool.
 
     The middle 1 broadcasts over the queries, so every query skips the padding.
     """
-    require_rank("ids", ids, (2,), "(batch, seq)")
+    _check_ids(ids, pad_id)
     return (ids != pad_id)[:, None, :]  # (batch, 1, seq)
 
 
+def causal_padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """The mask of a decoder's self-attention: ``ids (batch, seq)`` -> ``(batch, seq, seq)`` bool.
+
+    Key ``j`` is allowed for query ``t`` if it is not in the future (``j <= t``)
+    and it is a real token: ``causal_mask(seq) & padding_mask(ids, pad_id)``.
+    """
+    _check_ids(ids, pad_id)
+    # (seq, seq) & (batch, 1, seq) -> (batch, seq, seq)
+    return causal_mask(ids.shape[1], ids.device) & padding_mask(ids, pad_id)
+
+
 def fully_masked_rows(mask: torch.Tensor) -> torch.Tensor:
-    """Which query rows have no key they may attend to: ``(..., T_q, T_k) -> (..., T_q)``."""
-    return ~mask.any(dim=-1)
+    """Which query rows have no key they may attend to: ``(..., T_q, T_k) -> (..., T_q)``.
+
+    The softmax of such a row is 0/0 = NaN; attention gives it zero weights
+    and a zero output instead (or raises with ``empty_rows="raise"``).
+    """
+    require_tensor("mask", mask)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask: expected dtype torch.bool (True = may attend), got {mask.dtype}")
+    if mask.dim() < 2:
+        raise ValueError(f"mask: expected at least 2 dimensions (..., T_q, T_k), got shape {shape_str(mask)}")
+    return ~mask.any(dim=-1)  # (..., T_q)

@@ -12,10 +12,20 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
+from ._validate import require_choice
+
 PAD, SOS, EOS, UNK = "<pad>", "<sos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, SOS, EOS, UNK)
+TIE_BREAKS = ("alphabetical", "vocab_order")
 
 _WORD = re.compile(r"<[a-z]+>|\w+|[^\w\s]")
+
+
+def _require_texts(texts) -> None:
+    # A bare string would be read one character at a time, as if every character were a text.
+    if isinstance(texts, str):
+        raise TypeError("texts: expected an iterable of strings, such as a list of sentences, "
+                        "got a single str; wrap it in a list")
 
 
 def split_words(text: str) -> list[str]:
@@ -90,10 +100,14 @@ class WordTokenizer:
     def __init__(self, vocab: Vocabulary):
         self.vocab = vocab
 
+    def __repr__(self) -> str:
+        return f"WordTokenizer(vocab_size={len(self.vocab)})"
+
     @classmethod
     def fit(cls, texts: Iterable[str], specials: Sequence[str] = SPECIAL_TOKENS,
             min_count: int = 1) -> "WordTokenizer":
         """Build the vocabulary from ``texts``: specials first, then words by first appearance."""
+        _require_texts(texts)
         counts: Counter[str] = Counter()
         order: dict[str, None] = {}
         for text in texts:
@@ -173,25 +187,53 @@ class BPETokenizer:
         self.alphabet = sorted(set(alphabet))
         self.vocab = Vocabulary(self.alphabet + [a + b for a, b in self.merges])
 
+    def __repr__(self) -> str:
+        return f"BPETokenizer(merges={len(self.merges)}, vocab_size={len(self.vocab)})"
+
+    def truncated(self, n_merges: int) -> "BPETokenizer":
+        """The tokenizer with only the first ``n_merges`` merges.
+
+        Training is greedy, so this is what training with ``n_merges`` merges would
+        have learned; its ids are the first ids of this tokenizer's vocabulary.
+        """
+        if isinstance(n_merges, bool) or not isinstance(n_merges, int) or not 0 <= n_merges <= len(self.merges):
+            raise ValueError(f"n_merges: expected an int in [0, {len(self.merges)}], got {n_merges!r}")
+        return BPETokenizer(self.merges[:n_merges], self.alphabet)
+
     @classmethod
-    def train(cls, texts: Iterable[str], n_merges: int) -> "BPETokenizer":
-        """Learn ``n_merges`` merges; ties in frequency go to the alphabetically first pair."""
+    def train(cls, texts: Iterable[str], n_merges: int, tie_break: str = "alphabetical") -> "BPETokenizer":
+        """Learn ``n_merges`` merges from the words of ``texts`` (split on white space).
+
+        Each step merges the most frequent adjacent pair. Pairs that tie in frequency go to
+        the alphabetically first pair (``tie_break="alphabetical"``), or to the pair whose
+        symbols entered the vocabulary first (``tie_break="vocab_order"``: characters in
+        code-point order, then merged symbols in the order they were made), which is the
+        rule of the ``tokenizers`` library.
+        """
+        _require_texts(texts)
         if isinstance(n_merges, bool) or not isinstance(n_merges, int) or n_merges < 0:
             raise ValueError(f"n_merges: expected an int >= 0, got {n_merges!r}")
+        require_choice("tie_break", tie_break, TIE_BREAKS)
         counts = Counter(w for text in texts for w in text.split())
         words = {tuple(w): c for w, c in counts.items()}
         alphabet = {ch for w in words for ch in w}
+        order = {ch: i for i, ch in enumerate(sorted(alphabet))}  # the rank of each symbol in the vocabulary
         merges = []
         for _ in range(n_merges):
             pairs = count_pairs(words)
             if not pairs:
                 break
-            best = min(pairs, key=lambda p: (-pairs[p], p))
+            if tie_break == "alphabetical":
+                best = min(pairs, key=lambda p: (-pairs[p], p))
+            else:
+                best = min(pairs, key=lambda p: (-pairs[p], order[p[0]], order[p[1]]))
             merges.append(best)
+            order.setdefault(best[0] + best[1], len(order))
             words = merge_pair(best, words)
         return cls(merges, alphabet)
 
     def tokenize_word(self, word: str) -> list[str]:
+        """Split ``word`` into characters, then apply the learned merges, earliest merge first."""
         symbols = list(word)
         while len(symbols) > 1:
             ranked = [(self.ranks.get(p, len(self.ranks)), i)

@@ -18,7 +18,7 @@ FLYING_ARROWS_TOLERANCE = 1e-3
 
 
 def flying_arrows_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The lecture's exercise: embeddings of "flying" and "arrows"; q, k, v are dims 0-1, 2-3, 4-5.
+    """The classic exercise: embeddings of "flying" and "arrows"; q, k, v are dims 0-1, 2-3, 4-5.
 
     Returns ``q, k, v`` of shape ``(batch=1, seq=2, d=2)``.
     """

@@ -2,9 +2,27 @@
 
 The explorers keep their logic here, in plain Python, so that it is tested:
 setting a widget's value recomputes the explorer's state and its view. One
-module per topic; everything is re-exported here (``T.viz.plot_attention``).
+module per topic, in chapter order; everything is re-exported here
+(``T.viz.plot_attention``).
 """
 
-from .attention import AttentionExplorer, plot_attention, weight_bars
+from .recurrence import (RecurrenceExplorer, path_length, plot_road_map, sequential_steps,  # chapter 0
+                         surviving_fraction)
+from .bpe import BPEExplorer, token_boxes  # chapter 1
+from .positional import EmbeddingScaleExplorer, RopeExplorer, SinusoidalExplorer, value_bars  # chapters 2, 3
+from .attention import AttentionExplorer, plot_attention, weight_bars  # chapter 4
+from .multihead import HeadCountExplorer, HeadExplorer, plot_heads  # chapter 5
+from .norm import NormExplorer, residual_stream, signed_bars  # chapter 6
+from .masks import CrossAttentionExplorer, MaskExplorer, mask_grid_html, mask_table, plot_mask  # chapters 7, 8
+from .decoding import DecodingExplorer, plot_temperatures  # chapter 9
 
-__all__ = ["AttentionExplorer", "plot_attention", "weight_bars"]
+__all__ = [
+    "RecurrenceExplorer", "path_length", "plot_road_map", "sequential_steps", "surviving_fraction",
+    "BPEExplorer", "token_boxes",
+    "EmbeddingScaleExplorer", "RopeExplorer", "SinusoidalExplorer", "value_bars",
+    "AttentionExplorer", "plot_attention", "weight_bars",
+    "HeadCountExplorer", "HeadExplorer", "plot_heads",
+    "NormExplorer", "residual_stream", "signed_bars",
+    "CrossAttentionExplorer", "MaskExplorer", "mask_grid_html", "mask_table", "plot_mask",
+    "DecodingExplorer", "plot_temperatures",
+]

@@ -1,0 +1,340 @@
+"""Checks for the exercises of chapter 1: tokenization."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+
+import torch
+
+from ..tokenization import SPECIAL_TOKENS, Vocabulary, WordTokenizer, count_pairs, merge_pair
+from .core import call, compare, fail, report
+
+__all__ = ["check_tokens_by_hand", "check_count_pairs", "check_merge_pair", "check_word_tokenizer",
+           "BY_HAND_VOCAB"]
+
+# Exercise 1: the vocabulary the ids are read from (id = position in the list).
+BY_HAND_VOCAB = ("<pad>", "<sos>", "<eos>", "<unk>", "a", "an", "apple", "ate", "I", "pear", "you")
+BY_HAND_SENTENCES = {"ids_apple": "<sos> I ate an apple <eos>", "ids_banana": "you ate a banana"}
+BY_HAND_IDS = (1, 10, 7, 4, 9, 2, 0, 0)
+BY_HAND_KEYS = ("ids_apple", "ids_banana", "text")
+
+
+def _show(value, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _by_hand_expected() -> dict:
+    vocab = Vocabulary(BY_HAND_VOCAB[4:])  # the specials take ids 0-3, the rest follow in order
+    tok = WordTokenizer(vocab)
+    return {"ids_apple": tok.encode(BY_HAND_SENTENCES["ids_apple"], add_special=False),
+            "ids_banana": tok.encode(BY_HAND_SENTENCES["ids_banana"]),
+            "text": tok.decode(BY_HAND_IDS)}
+
+
+def check_tokens_by_hand(answers) -> None:
+    """Ids of "<sos> I ate an apple <eos>" and of "you ate a banana" (with specials), and one decoded text."""
+    __tracebackhide__ = True
+    name = "tokens by hand"
+    if not isinstance(answers, dict):
+        fail(f"✗ {name}", [f"answers: expected a dict with the keys {', '.join(BY_HAND_KEYS)}, "
+                           f"got {type(answers).__name__}"])
+    missing = [k for k in BY_HAND_KEYS if k not in answers]
+    if missing:
+        fail(f"✗ {name}", [f"answers: missing the key(s) {', '.join(missing)}"])
+    expected = _by_hand_expected()
+    stoi = {tok: i for i, tok in enumerate(BY_HAND_VOCAB)}
+    apple = [stoi[w] for w in "I ate an apple".split()]
+    banana = [stoi.get(w, stoi["<unk>"]) for w in "you ate a banana".split()]
+    specials_hint = "a sentence starts with <sos> and ends with <eos>: they are tokens too, each with its id."
+    mistakes = {
+        "ids_apple": {
+            specials_hint: apple,
+            "ids count from 0: <pad> has id 0.": [i + 1 for i in expected["ids_apple"]],
+            "read the ids off the vocabulary given above, not off the order of the words in the sentence.":
+                [1, 4, 5, 6, 7, 2],
+            "<sos> (start of sequence) has id 1 and <eos> (end of sequence) id 2.": [2, *apple, 1],
+        },
+        "ids_banana": {
+            specials_hint: banana,
+            "an unknown word still takes its place in the sentence: it becomes <unk>.": [1, *banana[:-1], 2],
+            "<unk> stands for an unknown word; <pad> (id 0) only fills up short sentences.": [1, *banana[:-1], 0, 2],
+            "ids count from 0: <pad> has id 0.": [i + 1 for i in expected["ids_banana"]],
+        },
+    }
+    problems = []
+    for key in ("ids_apple", "ids_banana"):
+        want = torch.tensor(expected[key], dtype=torch.float64)
+        hints = {text: torch.tensor(ids, dtype=torch.float64) for text, ids in mistakes[key].items()}
+        problems += compare(answers[key], want, ("token",), atol=0.0, rtol=0.0, mistakes=hints, what=key)
+    text = answers["text"]
+    if not isinstance(text, str):
+        problems.append(f"text: expected a str, got {type(text).__name__}")
+    elif " ".join(text.split()) != expected["text"]:
+        problems.append("text is wrong")
+        if any(s in text for s in SPECIAL_TOKENS):
+            problems.append("Hint: decoding drops the special tokens <pad>, <sos>, <eos> and <unk>.")
+        elif len(text.split()) == 1 and len(text) > 1 and " " not in text:
+            problems.append("Hint: join the words with single spaces.")
+    report(name, problems)
+
+
+# ---------------------------------------------------------------- counting pairs
+
+def _pairs_cases():
+    words = {("l", "o", "w"): 5, ("lo", "w", "e", "r"): 2, ("b", "a", "n", "a", "n", "a"): 3, ("n", "e", "w"): 1,
+             ("a",): 4}
+    return [("five words", words), ("no pairs", {("a",): 3, ("lo",): 1}), ("empty", {})]
+
+
+def _pairs_mistakes(words) -> dict[str, dict]:
+    unweighted, once, chars = {}, {}, {}
+    for symbols, freq in words.items():
+        for p in zip(symbols, symbols[1:]):
+            unweighted[p] = unweighted.get(p, 0) + 1
+        for p in set(zip(symbols, symbols[1:])):
+            once[p] = once.get(p, 0) + freq
+        s = "".join(symbols)
+        for p in zip(s, s[1:]):
+            chars[p] = chars.get(p, 0) + freq
+    return {
+        "weight every pair by the frequency of its word: a pair in a word seen 5 times counts 5.": unweighted,
+        "a pair that occurs twice in one word counts twice (look at 'banana').": once,
+        "pairs are pairs of symbols, not of characters: after a merge a symbol like 'lo' is one unit.": chars,
+    }
+
+
+def _plain_dict(name: str, got) -> tuple[dict | None, list[str]]:
+    """``got`` as a dict of pair -> count without zero counts, or the problems with it."""
+    if not isinstance(got, dict):
+        return None, [f"{name}: expected a dict (or Counter) from pairs (a, b) to counts, got {type(got).__name__}"]
+    for key, value in got.items():
+        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(s, str) for s in key)):
+            lines = [f"{name}: every key must be a pair of symbols (a, b), a tuple of two str; got the key {_show(key)}"]
+            if isinstance(key, str):
+                lines.append("Hint: keep the pair as a tuple (a, b); do not join it into one string.")
+            return None, lines
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+            return None, [f"{name}: every count must be a whole number, got {_show(value)} for {key}"]
+    return {k: int(v) for k, v in got.items() if v}, []
+
+
+def check_count_pairs(fn: Callable) -> None:
+    """``fn(words)`` for ``words = {(symbol, ...): frequency}`` must count each adjacent pair, weighted by frequency."""
+    __tracebackhide__ = True
+    for case, words in _pairs_cases():
+        given = copy.deepcopy(words)
+        got = call(fn, (given,), f"count_pairs ({case})")
+        if given != words:
+            fail(f"✗ count_pairs ({case})", ["count_pairs changed its input; only read it"])
+        got, problems = _plain_dict(f"count_pairs ({case})", got)
+        if problems:
+            report(f"count_pairs ({case})", problems)
+        expected = dict(count_pairs(words))
+        problems = _dict_problems(got, expected, "pair")
+        if problems:
+            for hint, wrong in _pairs_mistakes(words).items():
+                if got == wrong:
+                    problems.append(f"Hint: {hint}")
+                    break
+            report(f"count_pairs ({case})", problems)
+    report("count_pairs", [])
+
+
+def _dict_problems(got: dict, expected: dict, what: str) -> list[str]:
+    """How ``got`` differs from ``expected``, naming only keys of ``got`` (never an expected value)."""
+    problems = []
+    wrong = [k for k in got if k in expected and got[k] != expected[k]]
+    extra = [k for k in got if k not in expected]
+    missing = [k for k in expected if k not in got]
+    if wrong:
+        problems.append(f"{len(wrong)} {what}(s) with a wrong count, e.g. {', '.join(map(str, wrong[:3]))}")
+    if extra:
+        problems.append(f"{len(extra)} {what}(s) that should not be there, e.g. {', '.join(map(str, extra[:3]))}")
+    if missing:
+        problems.append(f"{len(missing)} {what}(s) missing")
+    return problems
+
+
+# ---------------------------------------------------------------- one merge step
+
+def _merge_cases():
+    return [
+        ("merge ('l', 'o')", ("l", "o"),
+         {("l", "o", "w"): 5, ("l", "o", "w", "e", "r"): 2, ("s", "l", "o", "w"): 1, ("n", "e", "w"): 3}),
+        ("merge ('a', 'n') in banana", ("a", "n"), {("b", "a", "n", "a", "n", "a"): 3, ("a", "n"): 1, ("a",): 2}),
+        ("merge ('o', 'w') next to the symbol 'lo'", ("o", "w"), {("lo", "w"): 4, ("b", "o", "w"): 2}),
+        ("merge ('a', 'a') in a a a", ("a", "a"), {("a", "a", "a"): 1, ("a", "a", "a", "a"): 2}),
+        ("two words become one", ("a", "b"), {("a", "b"): 2, ("ab",): 3}),
+    ]
+
+
+def _merge_word(symbols, pair, joined, first_only=False, right_to_left=False):
+    s = list(symbols[::-1] if right_to_left else symbols)
+    a, b = pair[::-1] if right_to_left else pair
+    out, i, done = [], 0, False
+    while i < len(s):
+        if not (first_only and done) and i + 1 < len(s) and s[i] == a and s[i + 1] == b:
+            out.append(joined)
+            i, done = i + 2, True
+        else:
+            out.append(s[i])
+            i += 1
+    return tuple(out[::-1] if right_to_left else out)
+
+
+def _merge_mistakes(pair, words) -> dict[str, dict]:
+    a, b = pair
+
+    def build(fn, add=True):
+        out = {}
+        for symbols, freq in words.items():
+            key = fn(symbols)
+            out[key] = out.get(key, 0) + freq if add else freq
+        return out
+
+    def replaced(symbols):  # string replacement on the space-joined symbols
+        return tuple(" ".join(symbols).replace(f"{a} {b}", a + b).split(" "))
+
+    return {
+        "merge every occurrence of the pair in a word, not only the first.":
+            build(lambda s: _merge_word(s, pair, a + b, first_only=True)),
+        "merge from left to right: in a a a the first two symbols join.":
+            build(lambda s: _merge_word(s, pair, a + b, right_to_left=True)),
+        "only whole symbols match: 'lo' followed by 'w' is not the pair ('o', 'w') "
+        "(string replacement on the joined symbols does this).": build(replaced),
+        "two words that end up with the same symbols must add their frequencies.":
+            build(lambda s: _merge_word(s, pair, a + b), add=False),
+        "the new symbol is the two symbols glued together, a + b, without a space.":
+            build(lambda s: _merge_word(s, pair, f"{a} {b}")),
+        "nothing was merged: replace each occurrence of the pair by one symbol a + b.": dict(words),
+    }
+
+
+def check_merge_pair(fn: Callable) -> None:
+    """``fn(pair, words)`` must return a new dict with every occurrence of ``pair`` replaced by one symbol."""
+    __tracebackhide__ = True
+    for case, pair, words in _merge_cases():
+        given = copy.deepcopy(words)
+        got = call(fn, (pair, given), f"merge_pair ({case})")
+        if given != words:
+            fail(f"✗ merge_pair ({case})", ["merge_pair changed its input dict; build and return a new dict"])
+        name = f"merge_pair ({case})"
+        if not isinstance(got, dict):
+            fail(f"✗ {name}", [f"expected a dict from words (tuples of symbols) to frequencies, "
+                               f"got {type(got).__name__}"])
+        bad = [k for k in got if not (isinstance(k, tuple) and all(isinstance(s, str) for s in k))]
+        if bad:
+            lines = [f"every key must be a word as a tuple of symbols (str); got the key {_show(bad[0])}"]
+            if isinstance(bad[0], str):
+                lines.append("Hint: keep the words as tuples of symbols, e.g. ('lo', 'w'), not strings.")
+            fail(f"✗ {name}", lines)
+        expected = merge_pair(pair, words)
+        if got == expected:
+            continue
+        problems = []
+        wrong_words = [w for w in words if next(iter(merge_pair(pair, {w: 1}))) not in got]
+        if wrong_words:
+            problems.append(f"{len(wrong_words)} of {len(words)} word(s) are not merged correctly, "
+                            f"e.g. {wrong_words[0]}")
+        extra = [k for k in got if k not in expected]
+        if extra and not wrong_words:
+            problems.append(f"{len(extra)} entry(ies) that should not be there, e.g. {_show(extra[0])}")
+        freq = [k for k in got if k in expected and got[k] != expected[k]]
+        if freq:
+            problems.append(f"{len(freq)} word(s) with a wrong frequency, e.g. {freq[0]}")
+        if not problems:
+            problems.append("the result differs from the correct merge")
+        for hint, wrong in _merge_mistakes(pair, words).items():
+            if got == wrong:
+                problems.append(f"Hint: {hint}")
+                break
+        report(name, problems)
+    report("merge_pair", [])
+
+
+# ---------------------------------------------------------------- a word-level tokenizer
+
+TOKENIZER_TEXTS = ("I ate an apple", "you ate a pear", "I ate a pear and an apple")
+
+
+def check_word_tokenizer(cls) -> None:
+    """``cls(texts)`` with ``itos``, ``stoi``, ``encode(text)`` and ``decode(ids)`` must match ``WordTokenizer.fit``."""
+    __tracebackhide__ = True
+    name = "WordLevelTokenizer"
+    texts = list(TOKENIZER_TEXTS)
+    ours = WordTokenizer.fit(texts)
+    tok = call(cls, (list(texts),), f"{name}(texts)")
+    for attr in ("itos", "stoi"):
+        if not hasattr(tok, attr):
+            fail(f"✗ {name}", [f"missing the attribute {attr}: set self.{attr} in __init__"])
+
+    itos = tok.itos
+    if not isinstance(itos, list) or not all(isinstance(t, str) for t in itos):
+        fail(f"✗ {name}.itos", [f"expected a list of str (token of each id), got {_show(itos)}"])
+    if itos != ours.vocab.itos:
+        problems = []
+        if len(itos) != len(ours.vocab.itos):
+            problems.append(f"itos: expected {len(ours.vocab.itos)} tokens, got {len(itos)}")
+        first = next((i for i, (a, b) in enumerate(zip(itos, ours.vocab.itos)) if a != b), None)
+        if first is not None:
+            problems.append(f"itos: the first wrong token is at id {first}")
+        words = [w for t in texts for w in t.split()]
+        if itos[:4] != list(SPECIAL_TOKENS):
+            if list(SPECIAL_TOKENS) == itos[-4:]:
+                problems.append("Hint: the special tokens come first, with ids 0 to 3: <pad>, <sos>, <eos>, <unk>.")
+            else:
+                problems.append("Hint: the vocabulary starts with the four special tokens <pad>, <sos>, <eos>, <unk>, "
+                                "in this order.")
+        elif len(itos) > len(ours.vocab.itos) and len(set(itos)) < len(itos):
+            problems.append("Hint: each word enters the vocabulary once, the first time it appears.")
+        elif sorted(itos[4:]) == sorted(ours.vocab.itos[4:]) and itos[4:] == sorted(set(words), key=str):
+            problems.append("Hint: words take ids in the order of their first appearance, not sorted.")
+        report(f"{name}.itos", problems)
+    if tok.stoi != ours.vocab.stoi:
+        report(f"{name}.stoi", ["stoi must map each token to its id: stoi[itos[i]] == i for every id i"])
+
+    for text in ("I ate an apple", "an apple and a pear", "you ate a banana", "a banana and an orange", ""):
+        try:
+            got = tok.encode(text)
+        except KeyError as exc:
+            fail(f"✗ {name}.encode({text!r}) raised KeyError: {exc}",
+                 ["Hint: a word that is not in the vocabulary must become <unk> (id 3); try stoi.get(word, 3)."])
+        except Exception as exc:  # noqa: BLE001 - any error in student code is feedback
+            fail(f"✗ {name}.encode({text!r}) raised {type(exc).__name__}: {exc}",
+                 ["fix the error above, then run this cell again"])
+        expected = ours.encode(text)
+        words = text.split()
+        unk = ours.vocab.unk_id
+        inner = expected[1:-1]
+        mistakes = {
+            "encode adds <sos> (id 1) at the start and <eos> (id 2) at the end.": inner,
+            "an unknown word still takes its place: it becomes <unk> (id 3).":
+                [expected[0], *[i for i, w in zip(inner, words) if w in ours.vocab], expected[-1]],
+            "an unknown word becomes <unk> (id 3), not <pad> (id 0).": [0 if i == unk else i for i in expected],
+        }
+        if isinstance(got, list) and got == expected:
+            continue
+        if not isinstance(got, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in got):
+            kind = type(got).__name__ if not isinstance(got, list) else "a list with non-int items"
+            report(f"{name}.encode({text!r})", [f"expected a list of int ids, got {kind}"])
+        problems = compare(got, torch.tensor(expected, dtype=torch.float64), ("token",), atol=0.0, rtol=0.0,
+                           what=f"encode({text!r})",
+                           mistakes={h: torch.tensor(m, dtype=torch.float64) for h, m in mistakes.items() if m})
+        report(f"{name}.encode({text!r})", problems or ["the ids differ from the expected ones"])
+
+    for ids in ([1, 4, 5, 6, 7, 2], [1, 8, 5, 9, 10, 2, 0, 0], [1, 4, 5, 3, 3, 2], [0, 0]):
+        got = call(tok.decode, (list(ids),), f"{name}.decode({ids})")
+        expected = ours.decode(ids)
+        if got == expected:
+            continue
+        if not isinstance(got, str):
+            report(f"{name}.decode({ids})", [f"expected a str, got {type(got).__name__}"])
+        problems = ["the decoded text is wrong"]
+        if any(s in got for s in SPECIAL_TOKENS):
+            problems.append("Hint: decode skips the four special tokens, <unk> included.")
+        elif got.replace(" ", "") == expected.replace(" ", ""):
+            problems.append("Hint: join the tokens with single spaces: ' '.join(words).")
+        report(f"{name}.decode({ids})", problems)
+    report(name, [])

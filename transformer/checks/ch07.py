@@ -1,0 +1,256 @@
+"""Checks for the exercises of chapter 7: masking."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from ..attention import scaled_dot_product_attention
+from ..masks import causal_mask, causal_padding_mask, padding_mask
+from .core import as_tensor, call, compare, fail, report
+
+__all__ = ["check_masked_row", "check_causal_by_hand", "check_teacher_forcing_shift", "check_padding_mask",
+           "check_causal_padding_mask", "check_masked_attention", "MASKED_ROW_SCORES"]
+
+MASKED_ROW_SCORES = (2.0, 1.0, -math.inf, -math.inf)
+MASKED_ROW_TOLERANCE = 1e-3
+PAD = 0
+
+
+def _hide_positions(problems: list[str]) -> list[str]:
+    """Drop the 'wrong at index' line: for a by-hand answer of a few entries it would give the answer away."""
+    return [p for p in problems if not p.startswith("wrong at index")]
+
+
+# ----------------------------------------------------------------------------- exercise 1
+
+
+def check_masked_row(answer) -> None:
+    """The softmax of the masked score row ``[2, 1, -inf, -inf]`` (4 numbers), within 1e-3."""
+    __tracebackhide__ = True
+    scores = torch.tensor(MASKED_ROW_SCORES, dtype=torch.float64)
+    expected = scores.softmax(dim=0)
+    kept = scores[:2]
+    as_zero = scores.nan_to_num(neginf=0.0)  # -inf read as a score of 0
+    mistakes = {
+        "a blocked key's score is -inf, and e^-inf = 0: it gets weight exactly 0 and is left out of the sum.":
+            as_zero.softmax(dim=0),
+        "these are the exponentials e^s; divide each by their sum so that the weights add up to 1.":
+            torch.cat([kept.exp(), torch.zeros(2, dtype=torch.float64)]),
+        "the softmax divides the exponentials e^s by their sum, not the scores themselves.":
+            torch.cat([kept / kept.sum(), torch.zeros(2, dtype=torch.float64)]),
+        "the blocked weights were set to 0 after a softmax over all four scores (with -inf read as 0); "
+        "the remaining weights must still sum to 1.":
+            as_zero.softmax(dim=0) * torch.tensor([1.0, 1.0, 0.0, 0.0], dtype=torch.float64),
+        "the two allowed keys do not share equally: their scores differ.":
+            torch.tensor([0.5, 0.5, 0.0, 0.0], dtype=torch.float64),
+    }
+    report("masked row", compare(answer, expected, ("key",), atol=MASKED_ROW_TOLERANCE, rtol=0.0,
+                                 mistakes=mistakes, what="weights of the masked row"))
+
+
+# ----------------------------------------------------------------------------- exercise 2
+
+
+def check_causal_by_hand(answer) -> None:
+    """The 4 x 4 causal mask written by hand (True or 1 = may attend), as a nested list or a tensor."""
+    __tracebackhide__ = True
+    expected = causal_mask(4)
+    ones = torch.ones(4, 4, dtype=torch.bool)
+    t = as_tensor(answer)
+    if t is not None and t.shape == expected.shape:
+        if not bool(((t == 0) | (t == 1)).all()):
+            fail("✗ causal mask by hand", ["write each entry as True/False (or 1/0)"])
+        answer = t.bool()
+    mistakes = {
+        "off by one: every position may attend to itself, so the diagonal is True.": ones.tril(-1),
+        "this is the upper triangle: query t may see keys 0..t (the past), not the future.": ones.triu(),
+        "inverted: True means 'may attend' in this book (PyTorch's nn.MultiheadAttention uses the opposite).":
+            ~expected,
+    }
+    problems = _hide_positions(compare(answer, expected, ("query", "key"), mistakes=mistakes,
+                                       what="causal mask"))
+    report("causal mask by hand", problems)
+
+
+# ----------------------------------------------------------------------------- exercise 3
+
+
+def _targets() -> list[tuple[str, torch.Tensor]]:
+    """Batches of targets ``<sos> ... <eos> <pad>..`` with <sos> = 1, <eos> = 2, <pad> = 0."""
+    one = torch.tensor([[1, 4, 5, 6, 7, 8, 2]])
+    two = torch.tensor([[1, 4, 5, 6, 7, 8, 2], [1, 4, 5, 8, 2, 0, 0]])
+    three = torch.tensor([[1, 9, 2], [1, 2, 0], [1, 5, 2]])
+    return [("one sentence", one), ("a padded batch", two), ("three short targets", three)]
+
+
+def check_teacher_forcing_shift(fn: Callable) -> None:
+    """``fn(tgt)`` returns ``(decoder_input, labels)``, both ``(batch, T - 1)``."""
+    __tracebackhide__ = True
+    for case, tgt in _targets():
+        got = call(fn, (tgt.clone(),), f"teacher_forcing ({case})")
+        if not isinstance(got, (tuple, list)) or len(got) != 2:
+            fail(f"✗ teacher_forcing ({case})",
+                 [f"expected a pair (decoder_input, labels), got {type(got).__name__}"
+                  + (f" of length {len(got)}" if isinstance(got, (tuple, list)) else "")])
+        dec_in, labels = tgt[:, :-1], tgt[:, 1:]
+        dims = ("batch", "seq")
+        for what, value, expected, other in (("decoder input", got[0], dec_in, labels),
+                                             ("labels", got[1], labels, dec_in)):
+            mistakes = {
+                "decoder input and labels are swapped: the input starts with <sos>, the labels end with <eos>.":
+                    other,
+                "nothing was shifted: the input drops the last token and the labels drop the first.": tgt,
+                "shifted along the batch dimension; shift along the sequence (dimension 1).":
+                    tgt[:-1] if what == "decoder input" else tgt[1:],
+            }
+            problems = compare(value, expected, dims, dtype=tgt.dtype, mistakes=mistakes, what=what)
+            if problems:
+                report(f"teacher_forcing ({case})", problems)
+    report("teacher_forcing", [])
+
+
+# ----------------------------------------------------------------------------- exercise 4
+
+
+def _id_batches() -> list[tuple[str, torch.Tensor, int]]:
+    return [
+        ("a padded batch, pad_id=0", torch.tensor([[1, 4, 5, 6, 7, 8], [1, 4, 5, 8, 2, 0], [1, 9, 2, 0, 0, 0]]), 0),
+        ("pad_id=3", torch.tensor([[5, 6, 7, 3], [8, 3, 3, 3]]), 3),
+        ("no padding", torch.tensor([[1, 4, 5]]), 0),
+    ]
+
+
+def check_padding_mask(fn: Callable) -> None:
+    """``fn(ids, pad_id)`` returns the ``(batch, 1, seq)`` bool mask, True at real tokens."""
+    __tracebackhide__ = True
+    for case, ids, pad_id in _id_batches():
+        got = call(fn, (ids.clone(), pad_id), f"padding_mask ({case})")
+        real = ids != pad_id
+        mistakes = {
+            "the middle dimension is missing: the mask is (batch, 1, seq), so that it broadcasts over the "
+            "queries (ids[:, None, :] or .unsqueeze(1)).": real,
+            "the 1 is in the wrong place: (batch, seq, 1) would broadcast over the keys; the mask describes the "
+            "keys, so it is (batch, 1, seq).": real[:, :, None],
+            "inverted: True means 'may attend', i.e. True at the real tokens (PyTorch's key_padding_mask is the "
+            "opposite).": ~real[:, None, :],
+        }
+        if pad_id != 0:
+            mistakes["pad_id is an argument: compare with pad_id, not with 0."] = (ids != 0)[:, None, :]
+        problems = compare(got, padding_mask(ids, pad_id), ("batch", "query", "key"), dtype=torch.bool,
+                           mistakes=mistakes, what=f"padding_mask ({case})")
+        if problems:
+            report(f"padding_mask ({case})", problems)
+    report("padding_mask", [])
+
+
+# ----------------------------------------------------------------------------- exercise 5
+
+
+def check_causal_padding_mask(fn: Callable) -> None:
+    """``fn(ids, pad_id)`` returns the ``(batch, seq, seq)`` bool mask of a decoder's self-attention."""
+    __tracebackhide__ = True
+    for case, ids, pad_id in _id_batches():
+        got = call(fn, (ids.clone(), pad_id), f"causal_padding_mask ({case})")
+        batch, seq = ids.shape
+        causal = causal_mask(seq).expand(batch, seq, seq)
+        keys = (ids != pad_id)[:, None, :]  # (batch, 1, seq)
+        queries = (ids != pad_id)[:, :, None]  # (batch, seq, 1)
+        mistakes = {
+            "the padding is missing: a key must be in the past AND a real token.": causal,
+            "the causal part is missing: a key must be in the past AND a real token.": keys.expand(batch, seq, seq),
+            "combine the two masks with & (and), not | (or).": causal | keys,
+            "the padding mask hides padded keys (columns) only, not padded queries (rows): a padded query still "
+            "sees the real tokens before it, so that no row is left without a key.": causal & queries,
+            "this is the upper triangle: query t may see keys 0..t (the past), not the future.":
+                torch.ones(seq, seq, dtype=torch.bool).triu() & keys,
+            "inverted: True means 'may attend' in this book.": ~(causal & keys),
+        }
+        problems = compare(got, causal_padding_mask(ids, pad_id), ("batch", "T_q", "T_k"), dtype=torch.bool,
+                           mistakes=mistakes, what=f"causal_padding_mask ({case})")
+        if problems:
+            report(f"causal_padding_mask ({case})", problems)
+    report("causal_padding_mask", [])
+
+
+# ----------------------------------------------------------------------------- exercise 6
+
+
+def _masked_attention_cases(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    q, k, v = torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 4, generator=g), torch.randn(2, 5, 3, generator=g)
+    left_padded = torch.tensor([[1, 4, 5, 6, 2], [0, 0, 1, 4, 2]])  # the second sentence is padded on the left
+    with_empty = causal_padding_mask(left_padded, PAD)  # (2, 5, 5): rows 0 and 1 of sentence 2 are empty
+    keys_only = padding_mask(torch.tensor([[1, 4, 5, 0, 0], [1, 4, 5, 6, 2]]), PAD)  # (2, 1, 5), no empty row
+    g4 = torch.Generator().manual_seed(seed + 1)
+    q4, k4, v4 = (torch.randn(2, 3, 4, 6, generator=g4) for _ in range(3))  # (batch, heads, seq, d)
+    mask4 = torch.rand(2, 3, 4, 4, generator=g4) > 0.5
+    mask4[0, 1, 2] = False  # one empty row in one head
+    mask4[1, :, 0] = False  # and the first query of sentence 2, in every head
+    mask4[1, :, 3, 1] = True  # (the other rows keep at least one key)
+    return [("a padding mask, no empty row", (q, k, v, keys_only)),
+            ("left padding and a causal mask: two empty rows", (q, k, v, with_empty)),
+            ("heads and several empty rows", (q4, k4, v4, mask4))]
+
+
+def _masked_attention_mistakes(q, k, v, mask) -> dict[str, torch.Tensor]:
+    d_k = q.shape[-1]
+    scores = q @ k.transpose(-2, -1)
+    big_negative = (scores / math.sqrt(d_k)).masked_fill(~mask, -1e9).softmax(-1)
+    w = (scores / math.sqrt(d_k)).softmax(-1)
+    return {
+        "the rows with no allowed key got an average of the values: a large negative number instead of -inf "
+        "makes all their scores equal. Those rows must get zero weights and a zero output.": big_negative @ v,
+        "forgot to divide the scores by sqrt(d_k).":
+            scores.masked_fill(~mask, -math.inf).softmax(-1).nan_to_num(0.0) @ v,
+        "the mask was applied after the softmax: blocked keys must get -inf *before* it, so that the remaining "
+        "weights still sum to 1.": (w * mask) @ v,
+        "the mask is inverted: True means 'may attend'.":
+            (scores / math.sqrt(d_k)).masked_fill(mask, -math.inf).softmax(-1).nan_to_num(0.0) @ v,
+    }
+
+
+def _nan_rows_hint(t: torch.Tensor, mask: torch.Tensor) -> list[str]:
+    nan_rows = t.isnan().any(dim=-1)
+    empty = ~mask.any(dim=-1).expand(nan_rows.shape)
+    if bool(nan_rows.any()) and bool((nan_rows == empty).all()):
+        return [f"Hint: the NaN are exactly in the {int(empty.sum())} row(s) whose keys are all masked: "
+                "the softmax of a row of -inf is 0/0. Give those rows zero weights, and so a zero output."]
+    return []
+
+
+def check_masked_attention(fn: Callable, seed: int = 0) -> None:
+    """``fn(q, k, v, mask)``: masked attention whose fully masked rows give zeros, with finite gradients."""
+    __tracebackhide__ = True
+    for case, (q, k, v, mask) in _masked_attention_cases(seed):
+        got = call(fn, (q, k, v, mask), f"masked_attention ({case})")
+        if isinstance(got, tuple):
+            fail(f"✗ masked_attention ({case})", ["returned a tuple; return only the output tensor"])
+        expected, weights = scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+        dims = ("batch", "T_q", "d_v") if q.dim() == 3 else ("batch", "heads", "T_q", "d_v")
+        mistakes = _masked_attention_mistakes(q, k, v, mask)
+        mistakes["you returned the attention weights; return weights @ v."] = weights
+        problems = compare(got, expected, dims, atol=1e-5, rtol=1e-4, mistakes=mistakes,
+                           what=f"output ({case})")
+        if problems and isinstance(got, torch.Tensor) and got.shape == expected.shape:
+            problems += _nan_rows_hint(got.detach(), mask)
+        if problems:
+            report(f"masked_attention ({case})", problems)
+    # Training runs backward through attention: the empty rows must not send NaN into the gradients.
+    q, k, v, mask = _masked_attention_cases(seed)[1][1]
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    out = call(fn, (*leaves, mask), "masked_attention (backward pass)")
+    if not out.requires_grad:
+        fail("✗ masked_attention (backward pass)",
+             ["the output does not depend on q, k and v through autograd; compute it with torch operations"])
+    (out * torch.linspace(-1, 1, out.numel()).view(out.shape)).sum().backward()
+    bad = [name for name, t in zip("qkv", leaves) if t.grad is None or not bool(torch.isfinite(t.grad).all())]
+    if bad:
+        fail("✗ masked_attention (backward pass)",
+             [f"the output is right, but the gradients of {', '.join(bad)} contain NaN",
+              "Hint: a softmax over a row of -inf is still computed, and the backward pass goes through it even "
+              "if its result is thrown away afterwards. Before the softmax, let the empty rows see something "
+              "harmless (for example, do not mask them at all); after it, set their weights to zero."])
+    report("masked_attention", [])

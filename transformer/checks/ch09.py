@@ -1,0 +1,340 @@
+"""Checks for the exercises of chapter 9: the output head."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .core import call, compare, fail, report
+
+__all__ = ["check_output_by_hand", "check_masked_cross_entropy", "check_greedy_decoding",
+           "check_tied_output_head", "by_hand_inputs"]
+
+BY_HAND_TOLERANCE = 1e-3
+
+
+def by_hand_inputs() -> tuple[list[str], torch.Tensor, str]:
+    """Exercise 1: the four-word vocabulary, its logits after "<sos> Ich habe", and the right next word."""
+    return ["einen", "Brot", "gegessen", "<eos>"], torch.tensor([1.0, 2.0, 0.0, -0.5]), "einen"
+
+
+# ----------------------------------------------------------------- exercise 1
+
+
+def check_output_by_hand(answer) -> None:
+    """``answer = {"probs": 4 numbers, "word": str, "loss": number}`` for the logits of :func:`by_hand_inputs`."""
+    __tracebackhide__ = True
+    words, z, right = by_hand_inputs()
+    if not isinstance(answer, dict) or not {"probs", "word", "loss"} <= set(answer):
+        fail("✗ output by hand", [f"expected a dict with the keys 'probs', 'word' and 'loss', got "
+                                  f"{type(answer).__name__}; keep the last line of the answer cell"])
+    z = z.double()
+    p = z.softmax(dim=-1)
+    y = words.index(right)
+    top = int(z.argmax())
+    problems = compare(answer["probs"], p, ("vocab",), atol=BY_HAND_TOLERANCE, rtol=0.0, what="probs", mistakes={
+        "these are the exponentials e^z; divide each by their sum, so that the probabilities add up to 1.": z.exp(),
+        "these are the logits divided by their sum; the softmax exponentiates first: p_j = e^(z_j) / sum e^(z_j').":
+            z / z.sum(),
+        "these are log-probabilities; probs asks for the probabilities themselves.": z.log_softmax(dim=-1),
+        "the probabilities must stay in vocabulary order (einen, Brot, gegessen, <eos>), not sorted.":
+            p.sort(descending=True).values,
+    })
+    word = answer["word"]
+    if isinstance(word, str):
+        if word not in words:
+            problems.append(f"word: expected one of the four words {words}, got {word!r}")
+        elif word != words[top]:
+            problems.append("word: this is not the word that greedy decoding picks")
+            if word == right:
+                problems.append(f"Hint: {right!r} is the right next word of the sentence, but the model does not "
+                                "know that; greedy decoding picks the word with the highest probability.")
+    elif isinstance(word, (int, float, torch.Tensor)) and not isinstance(word, bool):
+        problems.append(f"word: expected the word itself, a string, got a number ({type(word).__name__})")
+        problems.append("Hint: an index is only half the answer: ask the vocabulary which word has that index.")
+    else:
+        problems.append(f"word: expected a string, got {type(word).__name__}")
+    loss = -p[y].log()
+    problems += compare(answer["loss"], loss, (), atol=BY_HAND_TOLERANCE, rtol=0.0, what="loss", mistakes={
+        f"this is -log p of {words[top]!r}, the word the model picks; the loss is about the right word, "
+        f"{right!r}.": -p[top].log(),
+        "the minus sign is missing: log p is negative, and the loss is -log p.": p[y].log(),
+        "this uses log base 10; the loss uses the natural logarithm (math.log).": -p[y].log10(),
+        "this is -z_y, minus the logit; the log-probability also subtracts log(sum of e^z).": -z[y],
+        "this is 1 - p; the cross-entropy is -log p.": 1 - p[y],
+        "this is the probability of the right word; the loss is minus its logarithm.": p[y],
+    })
+    report("output by hand", problems)
+
+
+# ----------------------------------------------------------------- exercise 2
+
+
+def _loss_cases(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    logits = torch.randn(2, 5, 7, generator=g) * 2
+    labels = torch.randint(1, 7, (2, 5), generator=g)
+    labels[1, 3:] = 0  # the second sentence is shorter: two pad labels
+    other = torch.randint(0, 7, (3, 4), generator=g)
+    other[other == 3] = 4
+    other[0, 2:], other[2, 1:] = 3, 3  # pad_id 3 this time
+    return [("pad_id=0", logits, labels, 0),
+            ("no padding", logits[:1, :4], labels[:1, :4], 0),
+            ("pad_id=3", torch.randn(3, 4, 7, generator=g) * 2, other, 3)]
+
+
+def _loss_mistakes(logits, labels, pad_id) -> dict[str, torch.Tensor]:
+    nll = -logits.log_softmax(dim=-1).gather(-1, labels[..., None])[..., 0]  # (batch, T)
+    real = labels != pad_id
+    out = {
+        "the padding is counted: positions whose label is pad_id must be left out.": nll.mean(),
+        "divided by every position (batch x T), not by the number of real labels.": nll[real].sum() / nll.numel(),
+        "this is the sum over the real labels; the loss is their mean.": nll[real].sum(),
+        "the minus sign is missing: the loss is -log p.": -nll[real].mean(),
+        "the log-softmax runs over the wrong dimension: each position's probabilities are over the vocabulary, "
+        "the last dimension.": -logits.log_softmax(dim=1).gather(-1, labels[..., None])[..., 0][real].mean(),
+        "the logits were used as log-probabilities: apply log_softmax over the vocabulary first.":
+            -logits.gather(-1, labels[..., None])[..., 0][real].mean(),
+    }
+    if pad_id != 0:
+        out["pad_id is hard-coded as 0: leave out the labels equal to the pad_id argument."] = (
+            nll[labels != 0].mean())
+    return out
+
+
+def check_masked_cross_entropy(fn: Callable) -> None:
+    """``fn(logits (batch, T, vocab), labels (batch, T), pad_id)``: mean ``-log p(label)`` over non-pad labels."""
+    __tracebackhide__ = True
+    for case, logits, labels, pad_id in _loss_cases(0):
+        x = logits.clone().requires_grad_(True)
+        got = call(fn, (x, labels.clone(), pad_id), f"masked_cross_entropy ({case})")
+        expected = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=pad_id)
+        problems = compare(got, expected, (), atol=1e-5, rtol=1e-4, mistakes=_loss_mistakes(logits, labels, pad_id),
+                           what=f"loss ({case})")
+        if problems:
+            report(f"masked_cross_entropy ({case})", problems)
+        if not isinstance(got, torch.Tensor) or not got.requires_grad:
+            report(f"masked_cross_entropy ({case})", [
+                "the value is right, but the result is not a tensor connected to the logits (no .item() or "
+                "float(), and no torch.tensor(...) around the result): training needs loss.backward()"])
+    report("masked_cross_entropy", [])
+
+
+# ----------------------------------------------------------------- exercise 3
+
+def _german_table() -> torch.Tensor:
+    """The chapter's bigram toy: logits of the next token (column) after the previous token (row).
+
+    Ids: <pad> 0, <sos> 1, <eos> 2, <unk> 3, Ich 4, habe 5, einen 6, Apfel 7, gegessen 8, Brot 9.
+    """
+    table = torch.zeros(10, 10)
+    table[:, [0, 1, 3]] = -2.0
+    for prev, nxt, logit in [(1, 4, 4), (4, 5, 4), (5, 6, 3), (5, 9, 2.5), (5, 8, 1), (6, 7, 4), (6, 9, 1),
+                             (7, 8, 4), (7, 2, 1), (9, 8, 4), (9, 2, 1), (8, 2, 5), (2, 2, 5)]:
+        table[prev, nxt] += logit
+    return table
+
+
+def _history_model(seed: int, vocab: int = 12, eos_id: int = 2):
+    """Next-token logits that depend on the last two tokens and the length; they never favour eos."""
+    g = torch.Generator().manual_seed(seed)
+    a, b = torch.randn(vocab, vocab, generator=g), torch.randn(vocab, vocab, generator=g)
+    c = torch.randn(16, vocab, generator=g)
+    a[:, eos_id] = b[:, eos_id] = c[:, eos_id] = -10.0
+
+    def next_logits(ids):
+        prev = ids[-2] if len(ids) > 1 else 0
+        return a[ids[-1]] + b[prev] + c[len(ids) % 16]
+    return next_logits
+
+
+class _Counted:
+    """Wrap a next-token function: count the calls, pass plain ints, stop a runaway loop."""
+
+    def __init__(self, fn, limit: int = 200):
+        self.fn, self.calls, self.limit = fn, 0, limit
+
+    def __call__(self, ids):
+        self.calls += 1
+        if self.calls > self.limit:
+            fail("✗ greedy_decode", [f"called next_logits more than {self.limit} times: does your loop stop "
+                                      "at eos_id and after max_new_tokens new tokens?"])
+        try:
+            items = ids if isinstance(ids, (list, tuple)) else torch.as_tensor(ids).flatten().tolist()
+            seq = [int(i) for i in items]
+        except (TypeError, ValueError, RuntimeError):
+            fail("✗ greedy_decode", [f"next_logits expects the list of ids so far, got {type(ids).__name__}"])
+        if not seq:
+            fail("✗ greedy_decode", ["next_logits was called with an empty sequence; pass the prefix and the "
+                                     "tokens generated so far"])
+        return self.fn(seq)
+
+
+def _greedy_variant(next_logits, prefix, eos_id, max_new, mode=None):
+    ids = list(prefix)
+    budget = {"short": max_new - 1, "long": max_new + 1, "total": max_new - len(prefix)}.get(mode, max_new)
+    for _ in range(max(budget, 0)):
+        z = next_logits(list(prefix) if mode == "no_feedback" else ids[-1:] if mode == "last_only" else ids)
+        nxt = int(z.argmin()) if mode == "argmin" else int(z.argmax())
+        if mode == "no_eos" and nxt == eos_id:
+            break
+        ids.append(nxt)
+        if nxt == eos_id and mode != "no_stop":
+            break
+    return ids[len(prefix):] if mode == "no_prefix" else ids
+
+
+GREEDY_HINTS = {
+    "no_stop": "it goes on after eos_id: stop as soon as eos_id has been appended.",
+    "no_eos": "eos_id is missing at the end: append it, then stop.",
+    "short": "one token too few: max_new_tokens new tokens may be generated.",
+    "long": "one token too many: at most max_new_tokens new tokens.",
+    "total": "max_new_tokens counts only the new tokens, not the prefix.",
+    "no_feedback": "every step reads the same prefix: feed the growing sequence (prefix + new tokens) back in.",
+    "last_only": "next_logits needs the whole sequence so far, not only its last token.",
+    "no_prefix": "return the prefix followed by the new tokens, not only the new tokens.",
+    "argmin": "greedy decoding takes the largest logit (argmax), not the smallest.",
+}
+
+
+def _as_ids(got):
+    if isinstance(got, torch.Tensor):
+        return got.detach().flatten()
+    if isinstance(got, (list, tuple)):
+        try:
+            return torch.tensor([int(i) for i in got], dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError):
+            return got
+    return got
+
+
+def check_greedy_decoding(fn: Callable) -> None:
+    """``fn(next_logits, prefix, eos_id, max_new_tokens)`` -> the prefix followed by the greedy tokens."""
+    __tracebackhide__ = True
+    table = _german_table()
+    cases = [
+        ("the chapter's bigram toy", lambda ids: table[ids[-1]], [1], 2, 10),
+        ("a prefix of three tokens", lambda ids: table[ids[-1]], [1, 4, 5], 2, 10),
+        ("a longer prefix, and eos never comes", _history_model(2), [1, 5, 7, 3], 2, 4),
+        ("a model that never says eos", _history_model(1), [1], 2, 6),
+        ("eos at once", lambda ids: table[ids[-1]], [1, 4, 5, 6, 7, 8], 2, 5),
+        ("max_new_tokens=0", lambda ids: table[ids[-1]], [1, 4], 2, 0),
+    ]
+    for case, model, prefix, eos_id, max_new in cases:
+        counted = _Counted(model)
+        given = list(prefix)
+        got = call(fn, (counted, given, eos_id, max_new), f"greedy_decode ({case})")
+        if given != prefix:
+            fail(f"✗ greedy_decode ({case})", ["your function changed the prefix list it was given; "
+                                               "work on a copy, e.g. ids = list(prefix)"])
+        expected = torch.tensor(_greedy_variant(model, prefix, eos_id, max_new), dtype=torch.float64)
+        new_tokens = len(expected) - len(prefix)
+        mistakes = {GREEDY_HINTS[m]: torch.tensor(_greedy_variant(model, prefix, eos_id, max_new, m),
+                                                   dtype=torch.float64) for m in GREEDY_HINTS}
+        mistakes = {hint: value for hint, value in mistakes.items()
+                    if value.shape != expected.shape or not torch.equal(value, expected)}
+        problems = compare(_as_ids(got), expected, ("position",), atol=0.0, rtol=0.0, mistakes=mistakes,
+                           what=f"ids ({case})")
+        if problems:
+            report(f"greedy_decode ({case})", problems)
+        if counted.calls != new_tokens:
+            report(f"greedy_decode ({case})", [
+                f"the ids are right, but next_logits was called {counted.calls} times for {new_tokens} new "
+                "tokens: call it once per new token (each call stands for a whole pass of the decoder)"])
+    report("greedy_decode", [])
+
+
+# ----------------------------------------------------------------- exercise 4
+
+
+def _seeded_embedding(vocab: int, d: int, seed: int) -> nn.Embedding:
+    emb = nn.Embedding(vocab, d)
+    with torch.no_grad():
+        emb.weight.copy_(torch.randn(vocab, d, generator=torch.Generator().manual_seed(seed)))
+    return emb
+
+
+def _head_output_mistakes(h, w, d) -> dict[str, torch.Tensor]:
+    z = F.linear(h, w)
+    return {
+        "forward returned probabilities; it must return the logits (the softmax comes later, in the loss or "
+        "when decoding).": z.softmax(dim=-1),
+        "forward returned log-probabilities; it must return the logits.": z.log_softmax(dim=-1),
+        "the logits are multiplied by sqrt(d_model): that factor belongs to the input embedding, not to the "
+        "output head.": z * math.sqrt(d),
+        "the logits are divided by sqrt(d_model); the head computes plain h W^T.": z / math.sqrt(d),
+    }
+
+
+def check_tied_output_head(cls: Callable, d_model: int = 16, vocab_size: int = 40) -> None:
+    """``cls(d_model, vocab_size, embedding=None)``: an ``nn.Module`` with ``self.weight`` (vocab, d_model),
+    tied to ``embedding.weight`` when an embedding is given, and ``forward(h) = h W^T``."""
+    __tracebackhide__ = True
+    d, v = d_model, vocab_size
+    h = torch.randn(2, 3, d, generator=torch.Generator().manual_seed(0))
+
+    # untied: its own matrix
+    head = call(cls, (d, v), f"OutputHead({d}, {v})")
+    if not isinstance(head, nn.Module):
+        fail(f"✗ OutputHead({d}, {v})", [f"expected an nn.Module, got {type(head).__name__}"])
+    w = getattr(head, "weight", None)
+    if not isinstance(w, torch.Tensor):
+        fail(f"✗ OutputHead({d}, {v})", ["store the output matrix as self.weight"])
+    if not isinstance(w, nn.Parameter) or not any(p is w for p in head.parameters()):
+        fail(f"✗ OutputHead({d}, {v})", ["self.weight is not a registered parameter: wrap the tensor in "
+                                         "torch.nn.Parameter(...), so that training updates it"])
+    if tuple(w.shape) != (v, d):
+        lines = [f"self.weight: expected shape (vocab_size={v}, d_model={d}), got {tuple(w.shape)}"]
+        if tuple(w.shape) == (d, v):
+            lines.append("Hint: transposed: store W as (vocab_size, d_model), like nn.Embedding and nn.Linear, "
+                         "and compute h W^T")
+        fail(f"✗ OutputHead({d}, {v})", lines)
+    rms = float(w.detach().double().pow(2).mean().sqrt())
+    if not 0.5 / math.sqrt(d) <= rms <= 2 / math.sqrt(d):
+        fail(f"✗ OutputHead({d}, {v})", [
+            f"self.weight starts with entries of RMS {rms:.3g}; expected about 1/sqrt(d_model) = "
+            f"{1 / math.sqrt(d):.3g}, so that the logits start with a spread of about 1"])
+    got = call(head, (h,), f"OutputHead({d}, {v}).forward")
+    with torch.no_grad():
+        problems = compare(got, F.linear(h, w), ("batch", "seq", "vocab"), atol=1e-5, rtol=1e-4,
+                           mistakes=_head_output_mistakes(h, w.detach(), d), what="logits (untied)")
+    if problems:
+        report(f"OutputHead({d}, {v})", problems)
+
+    # tied: the embedding's own Parameter
+    emb = _seeded_embedding(v, d, 1)
+    head = call(cls, (d, v, emb), f"OutputHead({d}, {v}, embedding)")
+    w = getattr(head, "weight", None)
+    if w is not emb.weight:
+        lines = ["self.weight is not the embedding's weight: a tied head must use embedding.weight itself"]
+        if isinstance(w, torch.Tensor) and w.shape == emb.weight.shape and torch.equal(w.detach(), emb.weight.detach()):
+            lines.append("Hint: this is a copy (same numbers, another object): assign the Parameter itself, "
+                         "self.weight = embedding.weight, so that both uses share one matrix and its gradients")
+        elif isinstance(w, torch.Tensor) and w.shape == (d, v) and torch.equal(w.detach(), emb.weight.detach().T):
+            lines.append("Hint: this is E^T, a new tensor; keep the embedding's (vocab_size, d_model) matrix "
+                         "and compute h W^T in forward")
+        fail(f"✗ OutputHead({d}, {v}, embedding)", lines)
+    extra = sum(p.numel() for p in head.parameters() if p is not emb.weight)
+    if extra:
+        fail(f"✗ OutputHead({d}, {v}, embedding)", [
+            f"the tied head has {extra} parameters of its own besides the embedding's matrix; a tied head "
+            "creates no matrix (and no bias) of its own"])
+    got = call(head, (h,), f"OutputHead({d}, {v}, embedding).forward")
+    with torch.no_grad():
+        problems = compare(got, F.linear(h, emb.weight), ("batch", "seq", "vocab"), atol=1e-5, rtol=1e-4,
+                           mistakes=_head_output_mistakes(h, emb.weight.detach(), d), what="logits (tied)")
+    if problems:
+        report(f"OutputHead({d}, {v}, embedding)", problems)
+    with torch.no_grad():
+        emb.weight[3] += 1.0
+        got = call(head, (h,), f"OutputHead({d}, {v}, embedding).forward")
+        if not isinstance(got, torch.Tensor) or not torch.allclose(got, F.linear(h, emb.weight), atol=1e-5):
+            report(f"OutputHead({d}, {v}, embedding)", [
+                "after a change to the embedding, the head's logits did not follow: forward must use "
+                "self.weight, the embedding's own matrix, at every call"])
+    report("OutputHead", [])
+

@@ -1,0 +1,320 @@
+"""Explorers for what enters the first block: the scale of the embeddings (chapter 2) and the
+positional encodings (chapter 3).
+
+Each explorer keeps its state in plain tensors (properties) and draws its view as HTML with inline
+SVG, so the text of the view is stable and tests can read it.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import torch
+
+from .._validate import require_positive_int, require_tensor, shape_str
+from ..positional import apply_rope, sinusoidal_encoding
+
+__all__ = ["EmbeddingScaleExplorer", "RopeExplorer", "SinusoidalExplorer", "value_bars"]
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    """``x`` rounded, without a minus sign on zero."""
+    s = f"{x:.{digits}f}"
+    return s.lstrip("-") if float(s) == 0.0 else s
+
+
+def value_bars(labels, values, width: int = 120, limit: float = 1.0) -> str:
+    """An HTML table of signed bars: one row per value, the bar grows right for + and left for -."""
+    rows = []
+    for label, v in zip(labels, torch.as_tensor(values).tolist()):
+        w = round(min(abs(v) / limit, 1.0) * width)
+        left = f"<div style='background:#c1564a;height:12px;width:{w}px;margin-left:auto'></div>" if v < 0 else ""
+        right = f"<div style='background:#4a7fc1;height:12px;width:{w}px'></div>" if v > 0 else ""
+        rows.append(
+            f"<tr><td style='text-align:right;padding-right:6px'>{html.escape(str(label))}</td>"
+            f"<td style='width:{width}px'>{left}</td><td style='width:{width}px'>{right}</td>"
+            f"<td style='padding-left:6px;text-align:right'>{_fmt(v)}</td></tr>"
+        )
+    return "<table>" + "".join(rows) + "</table>"
+
+
+# ----------------------------------------------------------------- chapter 2
+
+
+class EmbeddingScaleExplorer:
+    """Pick the standard deviation of the embedding matrix ``E (vocab, d_model)``; read the RMS of the
+    embedded vectors and of the output logits (chapter 2).
+
+    The embedded vectors are rows of ``E``, multiplied by ``sqrt(d_model)`` when ``scale`` is ticked.
+    The output layer is tied to ``E``: ``logits = h E^T`` for vectors ``h`` of RMS exactly 1 (standing
+    in for the last block's output). The RMS argument asks for RMS 1 on both sides.
+    """
+
+    def __init__(self, vocab_size: int = 2000, d_models=(64, 256, 1024), n_tokens: int = 16, seed: int = 0):
+        import ipywidgets as w
+
+        require_positive_int("vocab_size", vocab_size)
+        require_positive_int("n_tokens", n_tokens)
+        self.d_models = tuple(d_models)
+        for d in self.d_models:
+            require_positive_int("d_models", d)
+        g = torch.Generator().manual_seed(seed)
+        d_max = max(self.d_models)
+        self._z = torch.randn(vocab_size, d_max, generator=g)  # (vocab, d_max), entries N(0, 1)
+        self._h = torch.randn(n_tokens, d_max, generator=g)  # (tokens, d_max)
+        self._ids = torch.randint(0, vocab_size, (n_tokens,), generator=g)  # (tokens,)
+        self.d_model = w.Dropdown(options=list(self.d_models), value=self.d_models[len(self.d_models) // 2],
+                                  description="d_model")
+        self.std = w.FloatLogSlider(value=1.0, base=10, min=-3, max=0.5, step=0.05, description="std of E",
+                                    readout_format=".4f")
+        self.scale = w.Checkbox(value=False, description="lookup × sqrt(d_model)")
+        self.view = w.HTML()
+        self.widget = w.VBox([w.HBox([self.d_model, self.std, self.scale]), self.view])
+        for control in (self.d_model, self.std, self.scale):
+            control.observe(self._update, names="value")
+        self._update()
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """The embedding matrix ``E`` of shape ``(vocab, d_model)`` with entries of the chosen std."""
+        return self._z[:, : self.d_model.value] * self.std.value
+
+    @property
+    def embedded(self) -> torch.Tensor:
+        """The embedded vectors of ``n_tokens`` seeded ids, ``(tokens, d_model)``."""
+        x = self.weight[self._ids]  # (tokens, d_model)
+        return x * math.sqrt(self.d_model.value) if self.scale.value else x
+
+    @property
+    def hidden(self) -> torch.Tensor:
+        """Vectors ``h`` of RMS exactly 1, ``(tokens, d_model)``: the input of the output layer."""
+        h = self._h[:, : self.d_model.value]
+        return h / h.pow(2).mean(-1, keepdim=True).sqrt()
+
+    @property
+    def logits(self) -> torch.Tensor:
+        """``h E^T``, ``(tokens, vocab)``: the scores the tied output layer gives every token."""
+        return self.hidden @ self.weight.T  # (tokens, d_model) @ (d_model, vocab) -> (tokens, vocab)
+
+    @property
+    def state(self) -> dict[str, torch.Tensor]:
+        """RMS of the embedded vectors and of the logits, and the average largest softmax probability."""
+        return {
+            "rms_embedded": self.embedded.pow(2).mean().sqrt(),
+            "rms_logits": self.logits.pow(2).mean().sqrt(),
+            "max_prob": self.logits.softmax(-1).max(-1).values.mean(),
+        }
+
+    def _update(self, _change=None) -> None:
+        s = {k: float(v) for k, v in self.state.items()}
+        d = self.d_model.value
+        width = 240
+
+        def log_bar(value: float) -> str:
+            # RMS on a log scale from 0.001 to 100, with a black tick at the target, 1
+            x = round(min(max((math.log10(max(value, 1e-12)) + 3) / 5, 0.0), 1.0) * width)
+            tick = round(3 / 5 * width)
+            return (f"<div style='position:relative;width:{width}px;height:12px;background:#eee'>"
+                    f"<div style='background:#4a7fc1;height:12px;width:{x}px'></div>"
+                    f"<div style='position:absolute;left:{tick}px;top:-2px;width:2px;height:16px;"
+                    f"background:#000'></div></div>")
+
+        def linear_bar(value: float) -> str:
+            return (f"<div style='width:{width}px;height:12px;background:#eee'>"
+                    f"<div style='background:#4a7fc1;height:12px;width:{round(min(value, 1.0) * width)}px'>"
+                    f"</div></div>")
+
+        rows = [("RMS of the embedded vectors", s["rms_embedded"], log_bar, "want about 1 (black tick)"),
+                ("RMS of the logits", s["rms_logits"], log_bar, "want about 1 (black tick)"),
+                ("largest softmax probability", s["max_prob"], linear_bar,
+                 f"uniform would be {1 / self._z.shape[0]:.4f}")]
+        cells = []
+        for name, value, bar, note in rows:
+            cells.append(
+                f"<tr><td style='text-align:right;padding-right:6px'>{name}</td><td>{bar(value)}</td>"
+                f"<td style='padding-left:6px;text-align:right'>{value:.3f}</td>"
+                f"<td style='padding-left:10px;color:#666'>{note}</td></tr>"
+            )
+        self.view.value = (
+            f"<p>std of E = {self.std.value:.4f}; 1/sqrt(d_model) = {1 / math.sqrt(d):.4f} "
+            "(RMS bars on a log scale, 0.001 to 100)</p>"
+            "<table>" + "".join(cells) + "</table>"
+        )
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.widget)
+
+
+# ----------------------------------------------------------------- chapter 3
+
+
+def _polyline(values, width: int, height: int, lo: float = -1.0, hi: float = 1.0) -> str:
+    n = len(values)
+    pts = []
+    for j, v in enumerate(values):
+        x = width * j / max(n - 1, 1)
+        y = height * (hi - v) / (hi - lo)
+        pts.append(f"{x:.1f},{y:.1f}")
+    return " ".join(pts)
+
+
+class SinusoidalExplorer:
+    """Pick a position, a dimension and the base; see the encoding vector ``P[position]`` and the curve
+    of one dimension over all positions (chapter 3).
+
+    ``P[pos, 2i] = sin(pos / base**(2i/d_model))``, ``P[pos, 2i+1] = cos(...)``: dimension pair ``i``
+    repeats every ``2 pi base**(2i/d_model)`` positions, so low dimensions turn fast and high ones slowly.
+    """
+
+    def __init__(self, d_model: int = 16, n_positions: int = 64, position: int = 5, dimension: int = 0):
+        import ipywidgets as w
+
+        require_positive_int("d_model", d_model)
+        require_positive_int("n_positions", n_positions)
+        self.d_model_size, self.n_positions = d_model, n_positions
+        self.position = w.IntSlider(value=position, min=0, max=n_positions - 1, description="position")
+        self.dimension = w.IntSlider(value=dimension, min=0, max=d_model - 1, description="dimension")
+        self.base = w.FloatLogSlider(value=10000.0, base=10, min=1, max=5, step=0.25, description="base",
+                                     readout_format=".0f")
+        self.view = w.HTML()
+        self.widget = w.VBox([w.HBox([self.position, self.dimension, self.base]), self.view])
+        for control in (self.position, self.dimension, self.base):
+            control.observe(self._update, names="value")
+        self._update()
+
+    @property
+    def table(self) -> torch.Tensor:
+        """The whole table ``P`` for the current base, ``(n_positions, d_model)``."""
+        return sinusoidal_encoding(self.n_positions, self.d_model_size, self.base.value)
+
+    @property
+    def vector(self) -> torch.Tensor:
+        """``P[position]``, ``(d_model,)``: what is added to the embedding of the token at that position."""
+        return self.table[self.position.value]
+
+    @property
+    def curve(self) -> torch.Tensor:
+        """``P[:, dimension]``, ``(n_positions,)``: one dimension across all positions."""
+        return self.table[:, self.dimension.value]
+
+    @property
+    def wavelength(self) -> float:
+        """How many positions the chosen dimension takes to repeat: ``2 pi base**(2i/d_model)``."""
+        i = self.dimension.value // 2
+        return 2 * math.pi * self.base.value ** (2 * i / self.d_model_size)
+
+    def _update(self, _change=None) -> None:
+        pos, dim = self.position.value, self.dimension.value
+        kind = "sin" if dim % 2 == 0 else "cos"
+        width, height = 360, 90
+        x_marker = width * pos / max(self.n_positions - 1, 1)
+        y_marker = height * (1.0 - float(self.curve[pos])) / 2.0
+        svg = (
+            f"<svg width='{width + 10}' height='{height + 10}' style='overflow:visible'>"
+            f"<line x1='0' y1='{height / 2}' x2='{width}' y2='{height / 2}' stroke='#bbb'/>"
+            f"<polyline fill='none' stroke='#4a7fc1' stroke-width='2' "
+            f"points='{_polyline(self.curve.tolist(), width, height)}'/>"
+            f"<circle cx='{x_marker:.1f}' cy='{y_marker:.1f}' r='5' fill='#c1564a'/></svg>"
+        )
+        self.view.value = (
+            f"<p>dimension {dim} = {kind}(pos / base<sup>{2 * (dim // 2)}/{self.d_model_size}</sup>): "
+            f"repeats every {self.wavelength:.1f} positions; at position {pos} it is {_fmt(float(self.curve[pos]))}</p>"
+            + svg
+            + f"<p>P[{pos}], the vector added at position {pos}:</p>"
+            + value_bars([f"dim {j}" for j in range(self.d_model_size)], self.vector)
+        )
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.widget)
+
+
+class RopeExplorer:
+    """Place a query at position ``t`` and a key at position ``i``, then move both by ``shift``: the RoPE
+    score ``<R_t q, R_i k>`` stays the same, because it depends on ``t - i`` only (chapter 3).
+
+    ``q`` and ``k`` have an even size ``d``; pair ``j`` turns by ``omega_j = base**(-2j/d)`` per position.
+    """
+
+    def __init__(self, q: torch.Tensor, k: torch.Tensor, base: float = 10000.0, max_position: int = 20,
+                 t: int = 3, i: int = 1):
+        import ipywidgets as w
+
+        for name, x in (("q", q), ("k", k)):
+            require_tensor(name, x)
+            if x.dim() != 1 or x.shape[0] % 2:
+                raise ValueError(f"{name}: expected one vector of even size (d,), got shape {shape_str(x)}")
+        if q.shape != k.shape:
+            raise ValueError(f"k: expected the shape of q {shape_str(q)}, got {shape_str(k)}")
+        require_positive_int("max_position", max_position)
+        self.q, self.k, self.base = q.float(), k.float(), base
+        self.t = w.IntSlider(value=t, min=0, max=max_position, description="query t")
+        self.i = w.IntSlider(value=i, min=0, max=max_position, description="key i")
+        self.shift = w.IntSlider(value=0, min=0, max=max_position, description="move both")
+        self.view = w.HTML()
+        self.widget = w.VBox([w.HBox([self.t, self.i, self.shift]), self.view])
+        for control in (self.t, self.i, self.shift):
+            control.observe(self._update, names="value")
+        self._update()
+
+    @property
+    def positions(self) -> tuple[int, int]:
+        """The positions of the query and the key after moving both by ``shift``."""
+        return self.t.value + self.shift.value, self.i.value + self.shift.value
+
+    @property
+    def omegas(self) -> torch.Tensor:
+        """The turning speed of each pair, ``(d / 2,)``: ``base**(-2j/d)`` radians per position."""
+        d = self.q.shape[0]
+        return self.base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+
+    @property
+    def rotated(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``R_t q`` and ``R_i k``, each ``(d,)``."""
+        t, i = self.positions
+        q = apply_rope(self.q[None], torch.tensor([t]), self.base)[0]  # (1, d) -> (d,)
+        k = apply_rope(self.k[None], torch.tensor([i]), self.base)[0]
+        return q, k
+
+    @property
+    def score(self) -> torch.Tensor:
+        """``<R_t q, R_i k>``, a scalar tensor."""
+        q, k = self.rotated
+        return (q.double() * k.double()).sum()
+
+    @property
+    def relative_angles(self) -> torch.Tensor:
+        """The angle between the key's pair and the query's pair added by the rotations: ``(t - i) omega_j``."""
+        t, i = self.positions
+        return (t - i) * self.omegas
+
+    def _update(self, _change=None) -> None:
+        t, i = self.positions
+        q, k = self.rotated
+        size, r = 150, 60
+        c = size / 2
+        scale = r / max(float(self.q[:2].norm()), float(self.k[:2].norm()), 1e-9)
+
+        def arrow(v, color, label):
+            x, y = c + scale * float(v[0]), c - scale * float(v[1])
+            return (f"<line x1='{c}' y1='{c}' x2='{x:.1f}' y2='{y:.1f}' stroke='{color}' stroke-width='3'/>"
+                    f"<text x='{x:.1f}' y='{y:.1f}' fill='{color}' font-size='13'>{label}</text>")
+
+        svg = (f"<svg width='{size}' height='{size}'><circle cx='{c}' cy='{c}' r='{r}' fill='none' stroke='#ccc'/>"
+               + arrow(q, "#4a7fc1", "q") + arrow(k, "#c1564a", "k") + "</svg>")
+        angles = ", ".join(f"{a:.2f}" for a in self.relative_angles.tolist())
+        self.view.value = (
+            f"<p>query at position {t}, key at position {i}, distance t - i = {t - i}</p>"
+            f"<p>score &lt;R<sub>{t}</sub> q, R<sub>{i}</sub> k&gt; = <b>{_fmt(float(self.score), 4)}</b></p>"
+            f"<p>extra angle between the pairs, (t - i) &omega;<sub>j</sub>: {angles} rad</p>"
+            f"<p>the first pair (&omega;<sub>0</sub> = 1 rad per position):</p>" + svg
+        )
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.widget)

@@ -10,7 +10,7 @@ NOTEBOOKS := $(wildcard notebooks/*.ipynb)
 PYTEST_WORKERS ?= 2
 export PYTHONHASHSEED := 0
 
-.PHONY: help env book test test-fast nbval notebooks exercises lab grade clean
+.PHONY: help env browser book test test-fast nbval notebooks exercises lab grade bench clean
 
 help:
 	@echo "make book    create $(VENV), build the HTML book, print where it is"
@@ -26,15 +26,27 @@ $(ENV_STAMP): pyproject.toml constraints.txt
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[book,course,test]"
 	@touch $@
 
-env: $(ENV_STAMP)
+# MathJax, RequireJS and the widget manager, served by the book itself (pinned in package-lock.json).
+ASSETS_STAMP := node_modules/.installed
+$(ASSETS_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --silent
+	@touch $@
 
-book: $(ENV_STAMP)
+# Debian's Chromium for the browser test; installed when missing and we may (root, as in CI).
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; } || \
+		echo "warning: chromium is missing; the browser test will fail (apt-get install chromium)"
+
+env: $(ENV_STAMP) $(ASSETS_STAMP)
+
+book: $(ENV_STAMP) $(ASSETS_STAMP)
 	rm -rf $(BOOK_DIR)
 	$(VENV)/bin/jupyter-book build . --warningiserror --keep-going
 	@echo ""
 	@echo "The book is at: $(abspath $(BOOK_DIR))/index.html"
 
-test: $(ENV_STAMP)
+test: $(ENV_STAMP) $(ASSETS_STAMP) browser
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile tests
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env \
 		--nbval-sanitize-with tests/sanitize.cfg notebooks solutions

@@ -29,6 +29,19 @@ def notebook_path(kind: str, assignment: str) -> Path:
     return ROOT / kind / assignment / f"{assignment}.ipynb"
 
 
+def setup_source(nb) -> str:
+    """The locked code cells before the first answer, without IPython magics: what every answer runs after."""
+    parts = []
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            break
+        if cell.cell_type == "code" and meta.get("locked") and not meta.get("grade"):
+            parts.append("\n".join(ln[: len(ln) - len(ln.lstrip())] + "pass" if ln.lstrip().startswith(("%", "!"))
+                                    else ln for ln in cell.source.splitlines()))
+    return "\n".join(parts)
+
+
 def solution_sources(assignment: str) -> dict[str, str]:
     """grade_id -> source of every solution cell in the instructor's notebook."""
     nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)

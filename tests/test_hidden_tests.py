@@ -13,7 +13,7 @@ import nbformat
 import pytest
 
 from bank import CHECKS, WRONG
-from conftest import notebook_path
+from conftest import notebook_path, setup_source
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
 LIMIT = 20  # seconds; an answer that runs longer fails, as a cell stopped by the grader's timeout would
@@ -30,7 +30,7 @@ def _alarm(signum, frame):
 def judged_by(assignment: str) -> dict[str, tuple[str, str, str]]:
     """answer cell -> (setup source, visible part, hidden part) of the grade cell that follows it."""
     nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
-    setup = next(c.source for c in nb.cells if c.cell_type == "code")
+    setup = setup_source(nb)
     out, pending = {}, None
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})

@@ -8,7 +8,7 @@ import sys
 import nbformat
 import pytest
 
-from conftest import ASSIGNMENTS, ROOT, notebook_path
+from conftest import ASSIGNMENTS, ROOT, notebook_path, setup_source
 
 sys.path.insert(0, str(ROOT / "tools"))
 from screen import module_aliases, screen_cell  # noqa: E402
@@ -66,7 +66,7 @@ def test_honest_code_is_untouched(src):
 def test_no_solution_is_flagged(assignment):
     nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
     code = [c for c in nb.cells if c.cell_type == "code"]
-    setup = code[0].source
+    setup = setup_source(nb)
     aliases, protected = module_aliases([c.source for c in code]), module_aliases([setup])
     for cell in code:
         if cell.metadata.get("nbgrader", {}).get("solution"):

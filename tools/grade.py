@@ -194,6 +194,19 @@ def _screened(sub: Submission, source: str, where: str, aliases: set[str], prote
     return new
 
 
+def locked_setup(release) -> str:
+    """The locked code cells before the first answer, without IPython magics (the guard runs them)."""
+    parts = []
+    for cell in release.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            break
+        if cell.cell_type == "code" and meta.get("locked") and not meta.get("grade"):
+            parts.append("\n".join(ln[: len(ln) - len(ln.lstrip())] + "pass" if ln.lstrip().startswith(("%", "!"))
+                                    else ln for ln in cell.source.splitlines()))
+    return "\n".join(parts)
+
+
 # --------------------------------------------------------------- nbgrader
 
 
@@ -376,7 +389,7 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
         print(f"nbgrader could not generate the assignment:\n{result.get('error')}", file=sys.stderr)
         return 2
     release = nbformat.read(work / "release" / assignment / f"{assignment}.ipynb", as_version=4)
-    setup_source = next(c.source for c in release.cells if c.cell_type == "code")
+    setup_source = locked_setup(release)
 
     subs = assign_ids(sorted(submissions.glob("*.ipynb")), assignment)
     print(f"Grading {len(subs)} submission(s) of {assignment} (each cell stopped after {timeout} s) ...")

@@ -15,7 +15,7 @@ export PYTHONHASHSEED := 0
 help:
 	@echo "make book    create $(VENV), build the HTML book, print where it is"
 	@echo "make test    create $(VENV), run every check (package, notebooks, exercises, grading, book)"
-	@echo "make lab     open JupyterLab on the chapters and exercises"
+	@echo "make lab     open JupyterLab here: the chapters in notebooks/, the exercises in exercises/"
 	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>   grade a folder of <student>.ipynb"
 	@echo "make notebooks   re-execute the chapters and store their outputs (authors only)"
 	@echo "make exercises   regenerate exercises/ from solutions/ with nbgrader (authors only)"
@@ -65,7 +65,7 @@ exercises: $(ENV_STAMP)
 	$(PY) tools/generate_exercises.py
 
 lab: $(ENV_STAMP)
-	$(VENV)/bin/jupyter lab notebooks exercises
+	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=$(CURDIR)
 
 grade: $(ENV_STAMP)
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }

@@ -17,6 +17,7 @@ help:
 	@echo "make test    create $(VENV), run every check (package, notebooks, exercises, grading, book)"
 	@echo "make lab     open JupyterLab here: the chapters in notebooks/, the exercises in exercises/"
 	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>   grade a folder of <student>.ipynb"
+	@echo "make bench   time the package against PyTorch; writes _build/bench/results.json"
 	@echo "make notebooks   re-execute the chapters and store their outputs (authors only)"
 	@echo "make exercises   regenerate exercises/ from solutions/ with nbgrader (authors only)"
 
@@ -66,6 +67,9 @@ exercises: $(ENV_STAMP)
 
 lab: $(ENV_STAMP)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=$(CURDIR)
+
+bench: $(ENV_STAMP) $(ASSETS_STAMP)
+	$(PY) benchmarks/bench.py
 
 grade: $(ENV_STAMP)
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }

@@ -1,0 +1,88 @@
+"""A Sphinx directive, ``{bench-results}``, that shows ``_build/bench/results.json`` (written by ``make bench``).
+
+It renders the table of ours-versus-PyTorch timings and a figure of attention
+time and memory against sequence length from ``_build/bench/scaling.json``.
+Without results it says how to produce them.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
+
+
+def _table(header: list[str], rows: list[list[str]]) -> nodes.table:
+    table = nodes.table()
+    group = nodes.tgroup(cols=len(header))
+    table += group
+    for _ in header:
+        group += nodes.colspec(colwidth=1)
+    for part, items in ((nodes.thead(), [header]), (nodes.tbody(), rows)):
+        for cells in items:
+            row = nodes.row()
+            for text in cells:
+                entry = nodes.entry()
+                entry += nodes.paragraph(text=text)
+                row += entry
+            part += row
+        group += part
+    return table
+
+
+def _figure(scaling: list[dict], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    t = [r["T"] for r in scaling]
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    ax1.loglog(t, [r["ours_s"] for r in scaling], "o-", label="ours (teaching form)")
+    ax1.loglog(t, [r["reference_s"] for r in scaling], "s-", label="F.scaled_dot_product_attention")
+    ref = scaling[-1]["ours_s"]
+    ax1.loglog(t, [ref * (x / t[-1]) ** 2 for x in t], "k:", label=r"$\propto T^2$")
+    ax1.set_xlabel("sequence length T")
+    ax1.set_ylabel("seconds (forward + backward)")
+    ax1.set_title("Attention time")
+    ax1.legend()
+    ax2.loglog(t, [max(r["ours_peak_mb"], 1e-3) for r in scaling], "o-", label="ours (teaching form)")
+    ax2.loglog(t, [max(r["reference_peak_mb"], 1e-3) for r in scaling], "s-", label="F.scaled_dot_product_attention")
+    ax2.loglog(t, [8 * x * x * 4 / 2**20 for x in t], "k:", label=r"one $T \times T$ float matrix per head")
+    ax2.set_xlabel("sequence length T")
+    ax2.set_ylabel("peak memory (MB)")
+    ax2.set_title("Attention memory")
+    ax2.legend()
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+
+
+class BenchResults(SphinxDirective):
+    def run(self):
+        root = Path(self.env.srcdir)
+        results = root / "_build" / "bench" / "results.json"
+        if not results.exists():
+            return [nodes.paragraph(text="No benchmark results in this build: run `make bench`, then `make book`.")]
+        self.env.note_dependency(str(results))
+        rows = json.loads(results.read_text())
+        body = [[r["name"], f"{r['ours_s']:.4f}", r["reference"], f"{r['reference_s']:.4f}", f"{r['ratio']:.2f}",
+                 f"{r['ours_peak_mb']:.1f} / {r['reference_peak_mb']:.1f}" if "ours_peak_mb" in r else ""]
+                for r in rows]
+        out = [_table(["name", "ours (s)", "reference", "reference (s)", "ratio", "peak MB (ours / ref)"], body)]
+        scaling = root / "_build" / "bench" / "scaling.json"
+        if scaling.exists():
+            image = Path(self.env.app.outdir) / "_images" / "bench_scaling.png"
+            _figure(json.loads(scaling.read_text()), image)
+            rel = Path("/".join([".."] * len(Path(self.env.docname).parent.parts))) / "_images" / "bench_scaling.png"
+            out.append(nodes.raw("", f'<img src="{rel.as_posix()}" alt="attention time and memory against T" '
+                                     f'style="max-width:100%">', format="html"))
+        return out
+
+
+def setup(app):
+    app.add_directive("bench-results", BenchResults)
+    return {"version": "1.0", "parallel_read_safe": True}

@@ -73,6 +73,42 @@ CASES = {
                                                      "got 2 with shape (3, 10)")),
     "tgt rank 1 to teacher_forcing": (lambda: T.teacher_forcing(torch.tensor([1, 4, 2])), ValueError,
                                       m("tgt:", "expected 2 dimensions (batch, seq)", "got 1 with shape (3)")),
+    # ---- blocks, stacks and the rest of the public functions
+    "x of the wrong width to EncoderBlock": (lambda: T.EncoderBlock(cfg())(r(2, 5, 8)), ValueError,
+                                             m("x:", "expected d_model=16", "got shape (2, 5, 8)")),
+    "x of the wrong width to Encoder": (lambda: T.Encoder(cfg())(r(2, 5, 8)), ValueError,
+                                        m("x:", "expected d_model=16", "got shape (2, 5, 8)")),
+    "memory of the wrong width to DecoderBlock": (lambda: T.DecoderBlock(cfg())(r(2, 5, 16), r(2, 7, 8)), ValueError,
+                                                  m("memory:", "d_model=16", "got (2, 7, 8)")),
+    "memory of another batch to Decoder": (lambda: T.Decoder(cfg())(r(2, 5, 16), r(3, 7, 16)), ValueError,
+                                           m("memory:", "batch=2", "got (3, 7, 16)")),
+    "d_ff 0 to PositionwiseFeedForward": (lambda: T.PositionwiseFeedForward(16, 0), ValueError,
+                                          m("d_ff:", "expected a positive int", "got 0")),
+    "n_heads 0 to RelativePositionBias": (lambda: T.RelativePositionBias(0), ValueError,
+                                          m("n_heads:", "expected a positive int", "got 0")),
+    "float ids to causal_padding_mask": (lambda: T.causal_padding_mask(r(2, 4), 0), TypeError, m("ids:", "got")),
+    "float mask to fully_masked_rows": (lambda: T.fully_masked_rows(r(3, 3)), TypeError, m("mask:", "got")),
+    "a string to count_pairs": (lambda: T.count_pairs("low lower"), TypeError,
+                                m("words:", "expected a dict", "got str")),
+    "a string key to merge_pair": (lambda: T.merge_pair(("l", "o"), {"low": 3}), TypeError,
+                                   m("words:", "tuples of symbols", "got 'low'")),
+    "a three-symbol pair to merge_pair": (lambda: T.merge_pair(("l", "o", "w"), {("l", "o"): 1}), TypeError,
+                                          m("pair:", "a tuple of two symbols", "got ('l', 'o', 'w')")),
+    "a string angle to rotation_matrix": (lambda: T.rotation_matrix("90"), TypeError,
+                                          m("angle:", "expected a number", "got '90'")),
+    "a list to rms": (lambda: T.rms([1.0, 2.0]), TypeError, m("x:", "expected a torch.Tensor", "got list")),
+    "0 positions to sinusoidal_encoding": (lambda: T.sinusoidal_encoding(0, 4), ValueError,
+                                           m("n_positions:", "expected a positive int", "got 0")),
+    "a number to split_words": (lambda: T.split_words(3), TypeError, m("text:", "expected str", "got int")),
+    "a flat prefix to generate": (lambda: T.generate(lambda ids: r(1, ids.shape[1], 5), torch.tensor([1, 2]), 3),
+                                  ValueError, m("prefix:", "expected 2 dimensions", "got 1 with shape (2)")),
+    "a flat source to greedy_decode": (lambda: T.greedy_decode(T.EncoderDecoder(cfg()), torch.tensor([4, 5]), 3, 1, 2),
+                                       ValueError, m("src:", "expected 2 dimensions", "got 1 with shape (2)")),
+    "a flat source to sample_decode": (lambda: T.sample_decode(T.EncoderDecoder(cfg()), torch.tensor([4, 5]), 3, 1, 2),
+                                       ValueError, m("src:", "expected 2 dimensions", "got 1 with shape (2)")),
+    "a flat target to train_step": (lambda: T.train_step(T.EncoderDecoder(cfg()), None, torch.ones(1, 3, dtype=torch.long),
+                                                         torch.tensor([1, 4, 2])), ValueError,
+                                    m("tgt:", "expected 2 dimensions", "got 1 with shape (3)")),
     # ---- mismatched sizes and dtypes
     "k dtype differs from q": (lambda: sdpa(k=r(2, 7, 8).double()), TypeError,
                                m("k, v:", "dtype of q (torch.float32)", "got k torch.float64")),
@@ -245,3 +281,12 @@ def test_valid_calls_in_the_same_style_pass():
     assert T.shift_matrix(1, 4).shape == (4, 4)
     assert T.softmax_with_temperature(r(2, 5), 1e-3).shape == (2, 5)
     assert cfg(d_model=12, n_heads=3, positional="rope", norm="rms").d_head == 4
+
+
+def test_every_public_function_has_an_invalid_call_here():
+    """The invalid-input suite covers every public callable of the package."""
+    source = open(__file__, encoding="utf-8").read()
+    exempt = {"count_parameters"}  # takes any nn.Module; nothing about it can be wrong but the type
+    missing = [n for n in T.__all__ if callable(getattr(T, n)) and n not in exempt
+               and not re.search(rf"\b{n}[.(]", source)]
+    assert not missing, f"no invalid call for: {missing}"

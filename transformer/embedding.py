@@ -16,11 +16,12 @@ import math
 import torch
 from torch import nn
 
-from ._validate import require_positive_int, require_tensor
+from ._validate import require_float, require_positive_int, require_tensor
 
 
 def rms(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """Root mean square along ``dim``: ``sqrt(mean(x**2))``."""
+    require_float("x", x)
     return x.pow(2).mean(dim).sqrt()
 
 

@@ -129,6 +129,9 @@ class RelativePositionBias(nn.Module):
 
 def rotation_matrix(angle: float) -> torch.Tensor:
     """The 2 x 2 rotation ``R = [[cos, -sin], [sin, cos]]`` used by RoPE."""
+    if isinstance(angle, bool) or not isinstance(angle, (int, float, torch.Tensor)) or (
+            isinstance(angle, torch.Tensor) and angle.numel() != 1):
+        raise TypeError(f"angle: expected a number (radians), got {angle!r}")
     a = torch.as_tensor(angle, dtype=torch.float64)
     return torch.stack([torch.stack([a.cos(), -a.sin()]), torch.stack([a.sin(), a.cos()])]).float()
 

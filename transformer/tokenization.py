@@ -152,8 +152,17 @@ def one_hot(ids, vocab_size: int) -> torch.Tensor:
 # ---------------------------------------------------------------- BPE
 
 
+def _check_words(words) -> None:
+    if not isinstance(words, dict):
+        raise TypeError(f"words: expected a dict from symbol tuples to counts, got {type(words).__name__}")
+    for symbols in words:
+        if not isinstance(symbols, tuple):
+            raise TypeError(f"words: expected keys that are tuples of symbols like ('l', 'o', 'w'), got {symbols!r}")
+
+
 def count_pairs(words: dict[tuple[str, ...], int]) -> Counter[tuple[str, str]]:
     """How often each adjacent pair of symbols occurs, weighted by word frequency."""
+    _check_words(words)
     pairs: Counter[tuple[str, str]] = Counter()
     for symbols, freq in words.items():
         for pair in zip(symbols, symbols[1:]):
@@ -163,6 +172,9 @@ def count_pairs(words: dict[tuple[str, ...], int]) -> Counter[tuple[str, str]]:
 
 def merge_pair(pair: tuple[str, str], words: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], int]:
     """Replace every occurrence of ``pair`` by one joined symbol (one BPE merge step)."""
+    if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+        raise TypeError(f"pair: expected a tuple of two symbols like ('l', 'o'), got {pair!r}")
+    _check_words(words)
     a, b = pair
     merged: dict[tuple[str, ...], int] = {}
     for symbols, freq in words.items():

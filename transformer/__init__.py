@@ -14,7 +14,8 @@ chapter            module
 7 masking          :mod:`transformer.masks`
 8 cross-attention  :mod:`transformer.blocks` (``DecoderBlock``)
 9 output head      :mod:`transformer.heads`, :mod:`transformer.decoding`
-10 the model       :mod:`transformer.config`, :mod:`transformer.model`, :mod:`transformer.train`
+10 the model       :mod:`transformer.config`, :mod:`transformer.model`, :mod:`transformer.train`,
+                   :mod:`transformer.data`, :mod:`transformer.vision`
 =================  ===========================================================
 """
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import builtins
 import math
 import sys
+import sysconfig
 import types
 
 GUARD_MARK = "grading guard:"
@@ -45,18 +46,28 @@ def _say(message: str) -> None:
 _KERNEL_OWNED = {"input", "raw_input", "getpass"}
 
 
+# Libraries rebind their own attributes now and then (torch._dynamo wraps torch.manual_seed when it is
+# first imported); a rebinding made by code installed in the environment is theirs, not the submission's.
+_TRUSTED = tuple(sorted({sysconfig.get_paths()[k] for k in ("purelib", "platlib", "stdlib", "platstdlib")}))
+
+
+def _from_library() -> bool:
+    caller = sys._getframe(2).f_code.co_filename
+    return caller.startswith(_TRUSTED)
+
+
 class _GuardedModule(types.ModuleType):
     """A module whose existing attributes cannot be rebound or deleted."""
 
     def __setattr__(self, name, value):
         if (name in self.__dict__ and not name.startswith("__") and name not in _KERNEL_OWNED
-                and self.__dict__[name] is not value):
+                and self.__dict__[name] is not value and not _from_library()):
             _say(f"the submission tried to replace {self.__name__}.{name}; the change was ignored")
             return
         super().__setattr__(name, value)
 
     def __delattr__(self, name):
-        if name in self.__dict__:
+        if name in self.__dict__ and not _from_library():
             _say(f"the submission tried to delete {self.__name__}.{name}; the change was ignored")
             return
         super().__delattr__(name)
@@ -71,6 +82,7 @@ def _protected_modules() -> list[types.ModuleType]:
     import numpy
     import numpy.testing
     import torch
+    import torch._dynamo  # noqa: F401 - it rebinds torch.manual_seed when first imported: let it do so now
     import torch.nn.functional
     import torch.testing
 

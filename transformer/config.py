@@ -2,6 +2,8 @@
 
 The defaults are the 2017 base model: d_model 512, 8 heads, d_ff 2048, 6
 layers, post-norm, sinusoidal positions, output layer tied to the embedding.
+With ``share_embeddings=True`` the source and the target also share that one
+matrix, as in the paper (a 37000-token vocabulary common to both languages).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ class TransformerConfig:
     activation: str = "relu"
     positional: str = "sinusoidal"  # sinusoidal | learned | relative | rope | none
     tie_weights: bool = True  # output layer shares the (target) embedding matrix
+    share_embeddings: bool = False  # encoder-decoder: source and target share one embedding (one vocabulary)
     pad_id: int = 0
     fast: bool = False  # attention through F.scaled_dot_product_attention
 
@@ -46,6 +49,11 @@ class TransformerConfig:
         require_choice("activation", self.activation, ACTIVATIONS)
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout: expected a probability in [0, 1), got {self.dropout}")
+        if self.share_embeddings and self.src_vocab_size not in (None, self.vocab_size):
+            raise ValueError(
+                f"src_vocab_size: expected None or vocab_size={self.vocab_size} with share_embeddings=True "
+                f"(one vocabulary for both languages), got {self.src_vocab_size}"
+            )
         if self.positional == "rope" and self.d_head % 2:
             raise ValueError(f"d_model: expected an even d_h = d_model / n_heads for RoPE, got d_h={self.d_head}")
 

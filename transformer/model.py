@@ -10,6 +10,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import torch
 from torch import nn
 
@@ -19,6 +22,7 @@ from .config import TransformerConfig
 from .embedding import TokenEmbedding
 from .heads import OutputHead
 from .masks import causal_mask, padding_mask
+from .multihead import MultiHeadAttention
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 
 
@@ -52,13 +56,19 @@ class _Embed(nn.Module):
 
 
 class EncoderDecoder(nn.Module):
-    """``forward(src (batch, T_e), tgt (batch, T_d)) -> logits (batch, T_d, vocab_size)``."""
+    """``forward(src (batch, T_e), tgt (batch, T_d)) -> logits (batch, T_d, vocab_size)``.
+
+    ``cfg.tie_weights`` shares the target embedding with the output layer;
+    ``cfg.share_embeddings`` also gives the source that same matrix.
+    """
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.cfg = cfg
         self.src_embed = _Embed(cfg, cfg.src_vocab_size or cfg.vocab_size)
         self.tgt_embed = _Embed(cfg, cfg.vocab_size)
+        if cfg.share_embeddings:
+            self.src_embed.tokens = self.tgt_embed.tokens  # one matrix for both languages (the 2017 paper)
         self.encoder = Encoder(cfg)
         self.decoder = Decoder(cfg)
         self.head = OutputHead(cfg.d_model, cfg.vocab_size, self.tgt_embed.tokens if cfg.tie_weights else None)
@@ -117,3 +127,48 @@ class EncoderOnly(nn.Module):
 def count_parameters(model: nn.Module) -> int:
     """Trainable parameters, each shared tensor counted once."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters() if p.requires_grad}.values())
+
+
+@contextmanager
+def recorded_attention(modules: dict[str, nn.Module]) -> Iterator[dict[str, list[torch.Tensor]]]:
+    """Record the attention weights of :class:`~transformer.multihead.MultiHeadAttention` modules (chapter 10).
+
+    Inside the ``with`` block, every call of ``modules[name]`` also appends its
+    weights ``(batch, heads, T_q, T_k)`` to ``record[name]``. A forward hook
+    calls the module a second time with ``return_weights=True``; the model
+    itself is not changed, and the hooks are removed on leaving the block.
+    """
+    record: dict[str, list[torch.Tensor]] = {name: [] for name in modules}
+    handles = []
+    for name, module in modules.items():
+        if not isinstance(module, MultiHeadAttention):
+            raise TypeError(f"modules[{name!r}]: expected a MultiHeadAttention, got {type(module).__name__}")
+
+        def hook(mod, args, kwargs, output, name=name):
+            with torch.no_grad():
+                _, weights = mod.forward(*args, **{**kwargs, "return_weights": True})  # forward() skips the hooks
+            record[name].append(weights.detach())
+
+        handles.append(module.register_forward_hook(hook, with_kwargs=True))
+    try:
+        yield record
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@torch.no_grad()
+def cross_attention_weights(model: EncoderDecoder, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+    """The cross-attention of every decoder layer: ``src (batch, T_e)``, ``tgt (batch, T_d)`` (decoder input).
+
+    Returns ``(layers, batch, heads, T_d, T_e)``: row ``t`` is how the decoder
+    position reading ``tgt[:, t]`` (and writing the next word) spreads its
+    attention over the source words. The model is run in eval mode.
+    """
+    was_training = model.training
+    model.eval()
+    layers = {str(i): layer.cross_attn for i, layer in enumerate(model.decoder.layers)}
+    with recorded_attention(layers) as record:
+        model(src, tgt)
+    model.train(was_training)
+    return torch.stack([record[str(i)][0] for i in range(len(layers))])  # (layers, batch, heads, T_d, T_e)

@@ -1,11 +1,21 @@
-"""Training with teacher forcing (chapters 7, 9 and 10)."""
+"""Training with teacher forcing (chapters 7, 9 and 10).
+
+:func:`train_step` is one optimizer step of a translator; :func:`fit` repeats
+it with Adam, a short warm-up and an optional progress bar; :func:`translate`
+and :func:`exact_match` measure what the translator learned. The loss
+functions :func:`translation_loss`, :func:`next_token_loss` and
+:func:`masked_token_loss` train the three kinds of model of chapter 10.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
 
-from ._validate import require_rank
+from ._validate import require_positive_int, require_rank
+from .decoding import greedy_decode
 
 
 def teacher_forcing(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -20,22 +30,129 @@ def teacher_forcing(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return tgt[:, :-1], tgt[:, 1:]
 
 
-def sequence_loss(logits: torch.Tensor, labels: torch.Tensor, pad_id: int | None = 0) -> torch.Tensor:
-    """Mean cross-entropy over the non-pad labels: ``logits (batch, T, V)``, ``labels (batch, T)``."""
+def _check_smoothing(label_smoothing: float) -> None:
+    if not 0.0 <= label_smoothing < 1.0:
+        raise ValueError(f"label_smoothing: expected a number in [0, 1), got {label_smoothing}")
+
+
+def sequence_loss(logits: torch.Tensor, labels: torch.Tensor, pad_id: int | None = 0,
+                  label_smoothing: float = 0.0) -> torch.Tensor:
+    """Mean cross-entropy over the non-pad labels: ``logits (batch, T, V)``, ``labels (batch, T)``.
+
+    With ``label_smoothing = eps`` the target puts ``1 - eps`` on the right
+    token and spreads ``eps`` evenly over the whole vocabulary (chapter 10).
+    """
     require_rank("logits", logits, (3,), "(batch, seq, vocab)")
     require_rank("labels", labels, (2,), "(batch, seq)")
     if logits.shape[:2] != labels.shape:
         raise ValueError(f"labels: expected shape {tuple(logits.shape[:2])} to match logits, got {tuple(labels.shape)}")
+    _check_smoothing(label_smoothing)
     ignore = -100 if pad_id is None else pad_id
-    return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=ignore)
+    return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=ignore,  # (batch * T, V)
+                           label_smoothing=label_smoothing)
 
 
-def train_step(model, optimizer, src: torch.Tensor, tgt: torch.Tensor, pad_id: int = 0) -> float:
+def translation_loss(model, batch: tuple[torch.Tensor, torch.Tensor], pad_id: int = 0,
+                     label_smoothing: float = 0.0) -> torch.Tensor:
+    """Teacher-forced loss of an encoder-decoder on ``batch = (src (batch, T_e), tgt (batch, T_d))``."""
+    src, tgt = batch
+    dec_in, labels = teacher_forcing(tgt)
+    return sequence_loss(model(src, dec_in), labels, pad_id, label_smoothing)
+
+
+def next_token_loss(model, ids: torch.Tensor, pad_id: int = 0, label_smoothing: float = 0.0) -> torch.Tensor:
+    """Loss of a decoder-only model on ``ids (batch, T)``: every position predicts the token after it."""
+    inputs, labels = teacher_forcing(ids)
+    return sequence_loss(model(inputs), labels, pad_id, label_smoothing)
+
+
+def masked_token_loss(model, batch: tuple[torch.Tensor, torch.Tensor], pad_id: int = 0,
+                      label_smoothing: float = 0.0) -> torch.Tensor:
+    """Loss of an encoder-only model on ``batch = (masked ids, labels)``, both ``(batch, T)``.
+
+    ``labels`` hold ``pad_id`` everywhere except at the masked positions, so
+    only the blanks count (see :func:`transformer.data.mask_words`).
+    """
+    masked, labels = batch
+    return sequence_loss(model(masked), labels, pad_id, label_smoothing)
+
+
+def train_step(model, optimizer, src: torch.Tensor, tgt: torch.Tensor, pad_id: int = 0,
+               label_smoothing: float = 0.0) -> float:
     """One optimizer step of an encoder-decoder with teacher forcing; returns the loss."""
     model.train()
-    dec_in, labels = teacher_forcing(tgt)
-    loss = sequence_loss(model(src, dec_in), labels, pad_id)
+    loss = translation_loss(model, (src, tgt), pad_id, label_smoothing)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()
     return loss.item()
+
+
+def warmup_factor(step: int, warmup: int) -> float:
+    """The learning rate grows linearly over the first ``warmup`` steps, then stays: ``min(1, step / warmup)``."""
+    return 1.0 if warmup <= 0 else min(1.0, step / warmup)
+
+
+def fit(model, batches: Iterator, steps: int, loss_fn: Callable | None = None, lr: float = 1e-3,
+        warmup: int = 100, label_smoothing: float = 0.0, pad_id: int = 0, clip: float | None = 1.0,
+        progress: bool = False, description: str = "training") -> list[float]:
+    """Train ``model`` for ``steps`` batches drawn from ``batches``; returns the loss of every step (chapter 10).
+
+    ``loss_fn(model, batch) -> loss`` defaults to :func:`translation_loss`
+    (batches ``(src, tgt)``, teacher forcing). The optimizer is Adam with the
+    2017 paper's ``betas = (0.9, 0.98)`` and ``eps = 1e-9``; the learning rate
+    warms up linearly for ``warmup`` steps; gradients are clipped to norm
+    ``clip``. ``progress=True`` shows a progress bar widget in a notebook.
+    The model is left in eval mode.
+    """
+    require_positive_int("steps", steps)
+    _check_smoothing(label_smoothing)
+    if loss_fn is None:
+        def loss_fn(m, batch):
+            return translation_loss(m, batch, pad_id, label_smoothing)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
+    bar = None
+    if progress:
+        from IPython.display import display
+
+        from .viz.training import TrainingProgress
+
+        bar = TrainingProgress(steps, description)
+        display(bar.widget)
+    losses = []
+    model.train()
+    for step in range(1, steps + 1):
+        for group in optimizer.param_groups:
+            group["lr"] = lr * warmup_factor(step, warmup)
+        loss = loss_fn(model, next(batches))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if clip is not None:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        optimizer.step()
+        losses.append(loss.item())
+        if bar is not None and (step % 10 == 0 or step == steps):
+            bar.update(step, sum(losses[-10:]) / len(losses[-10:]))
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def translate(model, corpus, sentences: Sequence[str], max_len: int = 12) -> list[str]:
+    """Greedy translations of English ``sentences`` with a trained :class:`~transformer.model.EncoderDecoder`.
+
+    ``corpus`` is a :class:`transformer.data.Corpus` (its tokenizers turn words into ids and back).
+    """
+    vocab = corpus.tgt.vocab
+    out = greedy_decode(model, corpus.encode_src(sentences), max_len, vocab.sos_id, vocab.eos_id)
+    return corpus.decode_tgt(out[:, 1:])  # drop <sos>
+
+
+def exact_match(model, corpus, pairs: Sequence[tuple[str, str]], batch_size: int = 256) -> float:
+    """The fraction of ``(english, german)`` pairs whose greedy translation equals the German exactly."""
+    right = 0
+    for i in range(0, len(pairs), batch_size):
+        chunk = pairs[i: i + batch_size]
+        got = translate(model, corpus, [en for en, _ in chunk])
+        right += sum(g == de for g, (_, de) in zip(got, chunk))
+    return right / len(pairs)

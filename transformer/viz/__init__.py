@@ -15,6 +15,7 @@ from .multihead import HeadCountExplorer, HeadExplorer, plot_heads  # chapter 5
 from .norm import NormExplorer, residual_stream, signed_bars  # chapter 6
 from .masks import CrossAttentionExplorer, MaskExplorer, mask_grid_html, mask_table, plot_mask  # chapters 7, 8
 from .decoding import DecodingExplorer, plot_temperatures  # chapter 9
+from .training import TrainingProgress, TranslationExplorer, plot_losses, translation_attention  # chapter 10
 
 __all__ = [
     "RecurrenceExplorer", "path_length", "plot_road_map", "sequential_steps", "surviving_fraction",
@@ -25,4 +26,5 @@ __all__ = [
     "NormExplorer", "residual_stream", "signed_bars",
     "CrossAttentionExplorer", "MaskExplorer", "mask_grid_html", "mask_table", "plot_mask",
     "DecodingExplorer", "plot_temperatures",
+    "TrainingProgress", "TranslationExplorer", "plot_losses", "translation_attention",
 ]

@@ -1,0 +1,147 @@
+"""Training pictures: a progress bar, the loss curve, and the translation explorer (chapter 10)."""
+
+from __future__ import annotations
+
+import html
+import time
+from collections.abc import Sequence
+
+import torch
+
+from .attention import weight_bars
+
+
+class TrainingProgress:
+    """A progress bar for :func:`transformer.train.fit`: an ``IntProgress`` and an ``HTML`` label.
+
+    Unlike a text progress bar on stderr, its stored text form is the same on
+    every run (the widget as it was when displayed), so strict nbval can check it.
+    """
+
+    def __init__(self, steps: int, description: str = "training"):
+        import ipywidgets as w
+
+        self.bar = w.IntProgress(value=0, min=0, max=steps, description=description)
+        self.label = w.HTML(value=f"step 0 / {steps}")
+        self.widget = w.HBox([self.bar, self.label])
+        self.steps = steps
+        self._start = time.perf_counter()
+
+    def update(self, step: int, loss: float) -> None:
+        """Show ``step`` of ``steps`` and the latest loss."""
+        self.bar.value = step
+        seconds = time.perf_counter() - self._start
+        self.label.value = f"step {step} / {self.steps} &middot; loss {loss:.4f} &middot; {seconds:.0f} s"
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.widget)
+
+
+def plot_losses(losses: Sequence[float], ax=None, title: str = "Training loss", smooth: int = 20):
+    """The loss of every step (light) and its running mean over ``smooth`` steps (dark), on a log scale."""
+    import matplotlib.pyplot as plt
+
+    from matplotlib.ticker import FormatStrFormatter
+
+    loss = torch.as_tensor(list(losses), dtype=torch.float64)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(6, 3.5))
+    steps = torch.arange(1, len(loss) + 1, dtype=torch.float64)
+    ax.plot(steps.numpy(), loss.numpy(), color="tab:blue", alpha=0.3, label="each step")
+    if len(loss) >= smooth:
+        kernel = torch.full((smooth,), 1.0 / smooth, dtype=torch.float64)
+        mean = torch.nn.functional.conv1d(loss[None, None], kernel[None, None])[0, 0]  # (steps - smooth + 1,)
+        centre = steps[smooth - 1:] - (smooth - 1) / 2  # each mean is drawn at the middle of its window
+        ax.plot(centre.numpy(), mean.numpy(), color="tab:blue", label=f"mean of {smooth} steps")
+    ax.set_yscale("log")
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+    ax.set_xlabel("training step")
+    ax.set_ylabel("cross-entropy loss")
+    ax.set_title(title)
+    ax.legend()
+    return ax
+
+
+class TranslationExplorer:
+    """Pick a sentence and a target word; see the translation and where that word looked in the source.
+
+    ``translate(sentence) -> (source words, target words, weights (T_d, T_e))``
+    does the work: the explorer only shows it. Row ``t`` of ``weights`` is the
+    cross-attention of the decoder position that *writes* target word ``t``.
+    """
+
+    def __init__(self, sentences: Sequence[str], translate, references: dict[str, str] | None = None):
+        import ipywidgets as w
+
+        self.sentences, self.translate, self.references = list(sentences), translate, references or {}
+        self._cache: dict[str, tuple] = {}
+        self.sentence = w.Dropdown(options=self.sentences, value=self.sentences[0], description="English")
+        self.word = w.Dropdown(description="German word")
+        self.view = w.HTML()
+        self.widget = w.VBox([w.HBox([self.sentence, self.word]), self.view])
+        self._set_words()
+        self.sentence.observe(self._on_sentence, names="value")
+        self.word.observe(self._update, names="value")
+        self._update()
+
+    def _result(self, sentence: str):
+        if sentence not in self._cache:
+            self._cache[sentence] = self.translate(sentence)
+        return self._cache[sentence]
+
+    def _set_words(self) -> None:
+        _, target, _ = self._result(self.sentence.value)
+        self.word.options = [(f"{i + 1}. {t}", i) for i, t in enumerate(target)]
+        self.word.value = 0
+
+    def _on_sentence(self, _change=None) -> None:
+        self._set_words()
+        self._update()
+
+    @property
+    def translation(self) -> str:
+        """The model's translation of the chosen sentence (without ``<eos>``)."""
+        _, target, _ = self._result(self.sentence.value)
+        return " ".join(t for t in target if t != "<eos>")
+
+    @property
+    def weights(self) -> torch.Tensor:
+        """The chosen target word's cross-attention over the source words, ``(T_e,)``; it sums to 1."""
+        _, _, w = self._result(self.sentence.value)
+        return w[self.word.value]
+
+    def _update(self, _change=None) -> None:
+        source, target, _ = self._result(self.sentence.value)
+        ref = self.references.get(self.sentence.value)
+        verdict = "" if ref is None else (" &#10003; correct" if self.translation == ref else
+                                          f" &#10007; expected: {html.escape(ref)}")
+        words = " ".join(f"<b>{html.escape(t)}</b>" if i == self.word.value else html.escape(t)
+                         for i, t in enumerate(target))
+        self.view.value = (f"<p>translation: {words}{verdict}</p>"
+                           f"<p>where <b>{html.escape(target[self.word.value])}</b> looks in the source:</p>"
+                           + weight_bars(source, self.weights))
+
+    def _ipython_display_(self):
+        from IPython.display import display
+
+        display(self.widget)
+
+
+def translation_attention(model, corpus, sentence: str, layer: int = -1) -> tuple[list[str], list[str], torch.Tensor]:
+    """Translate ``sentence`` greedily and read the decoder's cross-attention, averaged over the heads.
+
+    Returns the source words, the target words the model wrote (ending with
+    ``<eos>``), and ``weights (T_d, T_e)``: row ``t`` is where the decoder looked
+    while writing target word ``t``, in decoder layer ``layer``.
+    """
+    from ..model import cross_attention_weights
+    from ..train import translate
+
+    german = translate(model, corpus, [sentence])[0]
+    src = corpus.encode_src([sentence])  # (1, T_e)
+    dec_in = corpus.encode_tgt([german])[:, :-1]  # (1, T_d): <sos> and the words, without <eos>
+    weights = cross_attention_weights(model, src, dec_in)[layer, 0].mean(dim=0)  # (T_d, T_e): mean over heads
+    return corpus.src.tokenize(sentence), corpus.tgt.tokenize(german) + ["<eos>"], weights

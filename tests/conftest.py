@@ -15,6 +15,8 @@ import torch
 torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from grade import locked_setup as setup_source  # noqa: E402 - the grader's own definition of the setup cells
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
 
 
@@ -27,19 +29,6 @@ def venv_env() -> dict[str, str]:
 
 def notebook_path(kind: str, assignment: str) -> Path:
     return ROOT / kind / assignment / f"{assignment}.ipynb"
-
-
-def setup_source(nb) -> str:
-    """The locked code cells before the first answer, without IPython magics: what every answer runs after."""
-    parts = []
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            break
-        if cell.cell_type == "code" and meta.get("locked") and not meta.get("grade"):
-            parts.append("\n".join(ln[: len(ln) - len(ln.lstrip())] + "pass" if ln.lstrip().startswith(("%", "!"))
-                                    else ln for ln in cell.source.splitlines()))
-    return "\n".join(parts)
 
 
 def solution_sources(assignment: str) -> dict[str, str]:

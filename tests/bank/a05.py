@@ -59,7 +59,7 @@ WRONG = {
         ("heads averaged", _sizes(concat="(4, 9, 64)"), "don't average"),
         ("Q already split", _sizes(Q="(4, 12, 9, 64)"), "before the split"),
         ("shapes as strings", _sizes(output="'(4, 9, 768)'"), "tuple of ints"),
-        ("a key missing", _sizes(concat=None), "missing keys: concat"),
+        ("a key missing", _sizes(concat=None), "missing the key(s) concat"),
         ("not a dict", "sizes = [64, 2362368]", "expected a dict"),
     ],
     "ex2_answer": [

@@ -61,7 +61,7 @@ WRONG = {
         ("gamma and beta swapped", _by_hand(y="b * zi + g"), "not the other way round"),
         ("standard deviation as the variance", _by_hand(variance="math.sqrt(7.5)", spread="math.sqrt(7.5)"),
          "standard deviation"),
-        ("a key missing", _by_hand(keys=("mean", "z", "y")), "missing keys: variance"),
+        ("a key missing", _by_hand(keys=("mean", "z", "y")), "missing the key(s) variance"),
         ("not a dict", "by_hand = [4, 7.5]", "expected a dict"),
     ],
     "ex2_answer": [

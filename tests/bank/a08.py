@@ -58,7 +58,7 @@ WRONG = {
         ("sources swapped", _answer(**{"Q from": "encoder", "K from": "decoder", "V from": "decoder"}),
          "queries come from the decoder"),
         ("a shape as a string", _answer(Q="(2, 2, 6, 4)"), "tuple of ints"),
-        ("an entry missing", "answer = {'Q': (2, 2, 6, 4), 'K': (2, 2, 5, 4)}", "missing entries"),
+        ("an entry missing", "answer = {'Q': (2, 2, 6, 4), 'K': (2, 2, 5, 4)}", "missing the key(s)"),
     ],
     "ex2_answer": [
         ("keys and values from the decoder",

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from ..attention import scaled_dot_product_attention
-from .core import call, compare, fail, report
+from .core import call, compare, fail, report, require_keys
 
 __all__ = ["check_recurrence_by_hand", "check_attend", "check_elman_rnn", "RECURRENCE_KEYS"]
 
@@ -37,12 +37,7 @@ def check_recurrence_by_hand(answers) -> None:
     """Steps and paths of an RNN and of self-attention for 21 words, and 0.9 ** 20."""
     __tracebackhide__ = True
     name = "recurrence by hand"
-    if not isinstance(answers, dict):
-        fail(f"✗ {name}", [f"answers: expected a dict with the keys {', '.join(RECURRENCE_KEYS)}, "
-                           f"got {type(answers).__name__}"])
-    missing = [k for k in RECURRENCE_KEYS if k not in answers]
-    if missing:
-        fail(f"✗ {name}", [f"answers: missing the key(s) {', '.join(missing)}"])
+    require_keys(name, answers, RECURRENCE_KEYS)
     values = {}
     for key in RECURRENCE_KEYS:
         values[key] = _number(answers[key])

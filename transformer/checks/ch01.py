@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 
 from ..tokenization import SPECIAL_TOKENS, Vocabulary, WordTokenizer, count_pairs, merge_pair
-from .core import call, compare, fail, report
+from .core import call, compare, fail, report, require_keys
 
 __all__ = ["check_tokens_by_hand", "check_count_pairs", "check_merge_pair", "check_word_tokenizer",
            "BY_HAND_VOCAB"]
@@ -37,12 +37,7 @@ def check_tokens_by_hand(answers) -> None:
     """Ids of "<sos> I ate an apple <eos>" and of "you ate a banana" (with specials), and one decoded text."""
     __tracebackhide__ = True
     name = "tokens by hand"
-    if not isinstance(answers, dict):
-        fail(f"✗ {name}", [f"answers: expected a dict with the keys {', '.join(BY_HAND_KEYS)}, "
-                           f"got {type(answers).__name__}"])
-    missing = [k for k in BY_HAND_KEYS if k not in answers]
-    if missing:
-        fail(f"✗ {name}", [f"answers: missing the key(s) {', '.join(missing)}"])
+    require_keys(name, answers, BY_HAND_KEYS)
     expected = _by_hand_expected()
     stoi = {tok: i for i, tok in enumerate(BY_HAND_VOCAB)}
     apple = [stoi[w] for w in "I ate an apple".split()]

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from ..multihead import merge_heads, split_heads
-from .core import call, compare, fail, report
+from .core import call, compare, fail, report, require_keys
 
 __all__ = ["check_head_arithmetic", "check_split_heads", "check_merge_heads", "check_multihead_attention"]
 
@@ -53,12 +53,7 @@ def _shape_mistakes(key: str) -> dict[tuple, str]:
 def check_head_arithmetic(answer) -> None:
     """A dict with ``d_h``, ``n_params`` and the shape of every step (exercise 1 of chapter 5)."""
     __tracebackhide__ = True
-    if not isinstance(answer, dict):
-        fail("✗ head arithmetic", [f"expected a dict with the keys {', '.join(HEAD_ARITHMETIC_KEYS)}, "
-                                   f"got {type(answer).__name__}"])
-    missing = [k for k in HEAD_ARITHMETIC_KEYS if k not in answer]
-    if missing:
-        fail("✗ head arithmetic", [f"missing keys: {', '.join(missing)}"])
+    require_keys("head arithmetic", answer, HEAD_ARITHMETIC_KEYS)
     expected = _head_arithmetic()
     d, h = _D_MODEL, _HEADS
     problems: list[str] = []

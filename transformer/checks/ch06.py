@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .core import call, compare, fail, report
+from .core import call, compare, fail, report, require_keys
 
 __all__ = ["check_layer_norm_by_hand", "check_layer_norm", "check_encoder_block", "layer_norm_by_hand_inputs"]
 
@@ -32,12 +32,7 @@ def _by_hand(x, gamma, beta, unbiased=False, by="std", centre=True):
 def check_layer_norm_by_hand(answer) -> None:
     """A dict with ``mean``, ``variance``, ``z`` (4 numbers) and ``y`` (4 numbers), within 1e-3."""
     __tracebackhide__ = True
-    if not isinstance(answer, dict):
-        fail("✗ layer norm by hand", [f"expected a dict with the keys {', '.join(BY_HAND_KEYS)}, "
-                                      f"got {type(answer).__name__}"])
-    missing = [k for k in BY_HAND_KEYS if k not in answer]
-    if missing:
-        fail("✗ layer norm by hand", [f"missing keys: {', '.join(missing)}"])
+    require_keys("layer norm by hand", answer, BY_HAND_KEYS)
     x, gamma, beta = layer_norm_by_hand_inputs()
     x64, gamma64, beta64 = x.double(), gamma.double(), beta.double()
     mean, var, z, y = _by_hand(x64, gamma64, beta64)

@@ -14,7 +14,7 @@ from ..blocks import DecoderBlock
 from ..config import TransformerConfig
 from ..interop import copy_decoder_block
 from ..masks import causal_mask, padding_mask
-from .core import call, compare, fail, report
+from .core import call, compare, fail, report, require_keys
 
 __all__ = ["check_cross_shapes", "check_cross_attention", "check_decoder_block_layer", "CROSS_SHAPES_SETTING"]
 
@@ -72,11 +72,7 @@ def _as_shape(value):
 def check_cross_shapes(answer) -> None:
     """A dict: the shapes of Q, K, V, the weights and the output, and where Q, K and V come from."""
     __tracebackhide__ = True
-    if not isinstance(answer, dict):
-        fail("✗ cross-attention shapes", [f"expected a dict, got {type(answer).__name__}"])
-    missing = [k for k in (*SHAPE_KEYS, *SOURCE_KEYS) if k not in answer]
-    if missing:
-        fail("✗ cross-attention shapes", ["missing entries: " + ", ".join(repr(k) for k in missing)])
+    require_keys("cross-attention shapes", answer, (*SHAPE_KEYS, *SOURCE_KEYS))
     expected = _expected_shapes()
     problems = []
     for name in SHAPE_KEYS:

@@ -107,6 +107,16 @@ def known_mistake(t: torch.Tensor, mistakes: dict[str, torch.Tensor] | None, ato
     return []
 
 
+def require_keys(name: str, answer, keys: Sequence[str]) -> None:
+    """Fail unless ``answer`` is a dict with every one of ``keys`` (for answers made of several parts)."""
+    __tracebackhide__ = True
+    if not isinstance(answer, dict):
+        fail(f"✗ {name}", [f"answer: expected a dict with the keys {', '.join(keys)}, got {type(answer).__name__}"])
+    missing = [k for k in keys if k not in answer]
+    if missing:
+        fail(f"✗ {name}", [f"answer: missing the key(s) {', '.join(missing)}"])
+
+
 def call(fn: Callable, args: tuple, name: str):
     """Call the student's function; turn an exception into feedback."""
     __tracebackhide__ = True

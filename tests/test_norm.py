@@ -82,3 +82,18 @@ def test_norms_act_token_by_token():
         x2[0, 2] = randn(8, seed=8) * 100
         y, y2 = norm(x), norm(x2)
         torch.testing.assert_close(y[0, [0, 1, 3]], y2[0, [0, 1, 3]], atol=0, rtol=0)
+
+
+def test_fast_layer_norm_equals_the_teaching_form_and_torch():
+    from transformer import LayerNorm
+
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(4, 7, 16, generator=g) * 2 + 1
+    slow, fast = LayerNorm(16), LayerNorm(16, fast=True)
+    with torch.no_grad():
+        for m in (slow, fast):
+            m.gamma.copy_(torch.randn(16, generator=torch.Generator().manual_seed(1)))
+            m.beta.copy_(torch.randn(16, generator=torch.Generator().manual_seed(2)))
+    ref = torch.nn.functional.layer_norm(x, (16,), slow.gamma, slow.beta, 1e-5)
+    torch.testing.assert_close(fast(x), ref)
+    torch.testing.assert_close(slow(x), fast(x), atol=1e-5, rtol=1e-5)

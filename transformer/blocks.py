@@ -30,8 +30,8 @@ class EncoderBlock(nn.Module):
         super().__init__()
         self.self_attn = self_attention_for(cfg)
         self.ff = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
-        self.norm1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
-        self.norm2 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
+        self.norm1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
+        self.norm2 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
         self.drop1, self.drop2 = nn.Dropout(cfg.dropout), nn.Dropout(cfg.dropout)
         self.norm_first = cfg.norm_first
 
@@ -54,9 +54,9 @@ class DecoderBlock(nn.Module):
         self.self_attn = self_attention_for(cfg)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, fast=cfg.fast)
         self.ff = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
-        self.norm1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
-        self.norm2 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
-        self.norm3 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps)
+        self.norm1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
+        self.norm2 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
+        self.norm3 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
         self.drop1, self.drop2, self.drop3 = (nn.Dropout(cfg.dropout) for _ in range(3))
         self.norm_first = cfg.norm_first
 
@@ -77,7 +77,7 @@ class Encoder(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.layers = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_layers))
-        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps) if cfg.use_final_norm else nn.Identity()
+        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast) if cfg.use_final_norm else nn.Identity()
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         for layer in self.layers:
@@ -91,7 +91,7 @@ class Decoder(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.layers = nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.decoder_layers))
-        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps) if cfg.use_final_norm else nn.Identity()
+        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast) if cfg.use_final_norm else nn.Identity()
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -9,6 +9,7 @@ projected by ``W^O``. The parameter count equals that of one head of width
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ._validate import (require_divisible, require_float, require_mask, require_positive_int, require_rank,
@@ -80,9 +81,13 @@ class MultiHeadAttention(nn.Module):
                 return_weights: bool = False):
         self._check(x, memory, mask)
         source = x if memory is None else memory
-        q = split_heads(self.w_q(x), self.n_heads)  # (batch, heads, T_q, d_h)
-        k = split_heads(self.w_k(source), self.n_heads)  # (batch, heads, T_k, d_h)
-        v = split_heads(self.w_v(source), self.n_heads)  # (batch, heads, T_k, d_h)
+        if self.fast and memory is None:
+            q, k, v = self._fused_qkv(x)  # the same three projections as one matrix product
+        else:
+            q, k, v = self.w_q(x), self.w_k(source), self.w_v(source)
+        q = split_heads(q, self.n_heads)  # (batch, T_q, d_model) -> (batch, heads, T_q, d_h)
+        k = split_heads(k, self.n_heads)  # (batch, T_k, d_model) -> (batch, heads, T_k, d_h)
+        v = split_heads(v, self.n_heads)  # (batch, T_k, d_model) -> (batch, heads, T_k, d_h)
         bias = None
         if memory is None and self.rope is not None:
             q, k = self.rope(q), self.rope(k)
@@ -97,6 +102,12 @@ class MultiHeadAttention(nn.Module):
         out, weights = result if return_weights else (result, None)
         out = self.w_o(merge_heads(out))  # (batch, T_q, d_model)
         return (out, weights) if return_weights else out
+
+    def _fused_qkv(self, x: torch.Tensor):
+        """``x W^Q, x W^K, x W^V`` from one product with the stacked ``(3 d_model, d_model)`` matrix."""
+        weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])  # (3 d_model, d_model)
+        bias = None if self.w_q.bias is None else torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
+        return F.linear(x, weight, bias).chunk(3, dim=-1)  # 3 x (batch, T, d_model)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, n_heads={self.n_heads}, d_h={self.d_h}, fast={self.fast}"

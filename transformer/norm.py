@@ -9,6 +9,7 @@ Both act on the last dimension only, token by token.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from ._validate import require_float, require_positive_int, shape_str
@@ -21,17 +22,22 @@ def _check(name: str, x: torch.Tensor, d_model: int) -> None:
 
 
 class LayerNorm(nn.Module):
-    """``(..., d_model) -> (..., d_model)``: a z-score per token, then ``gamma * z + beta``."""
+    """``(..., d_model) -> (..., d_model)``: a z-score per token, then ``gamma * z + beta``.
 
-    def __init__(self, d_model: int, eps: float = 1e-5):
+    ``fast=True`` computes the same with PyTorch's fused ``F.layer_norm``.
+    """
+
+    def __init__(self, d_model: int, eps: float = 1e-5, fast: bool = False):
         super().__init__()
         require_positive_int("d_model", d_model)
         self.gamma = nn.Parameter(torch.ones(d_model))
         self.beta = nn.Parameter(torch.zeros(d_model))
-        self.d_model, self.eps = d_model, eps
+        self.d_model, self.eps, self.fast = d_model, eps, fast
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check("x", x, self.d_model)
+        if self.fast:
+            return F.layer_norm(x, (self.d_model,), self.gamma, self.beta, self.eps)
         mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
         var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1): divide by d_model, not d_model - 1
         return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta
@@ -57,10 +63,10 @@ class RMSNorm(nn.Module):
         return f"{self.d_model}, eps={self.eps}"
 
 
-def make_norm(kind: str, d_model: int, eps: float = 1e-5) -> nn.Module:
+def make_norm(kind: str, d_model: int, eps: float = 1e-5, fast: bool = False) -> nn.Module:
     """``"layer"`` -> :class:`LayerNorm`, ``"rms"`` -> :class:`RMSNorm`."""
     if kind == "layer":
-        return LayerNorm(d_model, eps)
+        return LayerNorm(d_model, eps, fast)
     if kind == "rms":
         return RMSNorm(d_model, eps)
     raise ValueError(f"norm: expected 'layer' or 'rms', got {kind!r}")

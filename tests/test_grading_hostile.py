@@ -94,7 +94,7 @@ def graded(tmp_path_factory):
     nbformat.write(make_submission(A), subs / "dup.ipynb")
     nbformat.write(make_submission(A, {"ex2_answer": NO_SCALE}), subs / f"dup_{A}.ipynb")
     files = sorted(p.name for p in subs.iterdir())
-    proc = subprocess.run([sys.executable, "tools/grade.py", A, str(subs), "--out", str(out), "--timeout", "10"],
+    proc = subprocess.run([sys.executable, "tools/grade.py", A, str(subs), "--out", str(out), "--timeout", "20"],
                           cwd=ROOT, env=venv_env(), capture_output=True, text=True, timeout=1200)
     with open(out / A / "grades.csv", newline="", encoding="utf-8") as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}

@@ -255,7 +255,8 @@ def autograde(api, assignment: str, sub: Submission, nb, work: Path, timeout: in
 
     dest = work / "submitted" / sub.student / assignment
     dest.mkdir(parents=True, exist_ok=True)
-    for attempt in range(3):
+    retried = False
+    for _ in range(4):
         nbformat.write(nb, dest / f"{assignment}.ipynb")
         result = api.autograde(assignment, sub.student, force=True, create=True)
         if result["success"]:
@@ -266,6 +267,9 @@ def autograde(api, assignment: str, sub: Submission, nb, work: Path, timeout: in
             return False
         index = kernel_killer(nb, timeout)
         if index is None:
+            if not retried:  # a kernel that died of the machine's load, not of the submission: once more
+                retried = True
+                continue
             sub.note("the kernel died while grading, and the cell that killed it could not be found")
             return False
         cell = nb.cells[index]

@@ -82,7 +82,6 @@ def _protected_modules() -> list[types.ModuleType]:
     import numpy
     import numpy.testing
     import torch
-    import torch._dynamo  # noqa: F401 - it rebinds torch.manual_seed when first imported: let it do so now
     import torch.nn.functional
     import torch.testing
 

@@ -18,12 +18,6 @@ from transformer.train import exact_match, fit, translate
 from transformer.viz.training import TranslationExplorer, translation_attention
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 D, HEADS, D_FF, V_SRC, V_TGT, PAD = 16, 2, 32, 13, 11, 0

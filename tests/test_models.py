@@ -22,13 +22,6 @@ from transformer import (
     train_step,
 )
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    """Tiny models: with two pytest-xdist workers on two cores, several torch threads each only contend."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 POSITIONAL = ["sinusoidal", "learned", "relative", "rope", "none"]

@@ -12,12 +12,6 @@ from transformer.train import fit
 from transformer.vision import VisionTransformer, bar_images, patchify
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 def test_patchify_by_hand():

@@ -64,28 +64,18 @@ def test_encoder_block_with_fast_attention_matches_torch(norm_first):
     torch.testing.assert_close(ours(x, padding_mask(SRC_IDS, PAD)), ref, atol=ATOL, rtol=0)
 
 
-def test_decoder_block_matches_torch(norm_first):
+@pytest.mark.parametrize("target_padding", [False, True])
+def test_decoder_block_matches_torch(norm_first, target_padding):
     theirs = randomize(nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True,
                                                   norm_first=norm_first), seed=3).eval()
     ours = DecoderBlock(cfg(norm_first)).eval()
     copy_decoder_block(ours, theirs)
     x = randn(2, 5, D_MODEL, seed=4)
     memory = randn(2, 6, D_MODEL, seed=5)
-    ref = theirs(x, memory, tgt_mask=~causal_mask(5), memory_key_padding_mask=SRC_IDS == PAD)
-    out = ours(x, memory, self_mask=causal_mask(5), memory_mask=padding_mask(SRC_IDS, PAD))
-    torch.testing.assert_close(out, ref, atol=ATOL, rtol=0)
-
-
-def test_decoder_block_with_target_padding_matches_torch(norm_first):
-    theirs = randomize(nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True,
-                                                  norm_first=norm_first), seed=3).eval()
-    ours = DecoderBlock(cfg(norm_first)).eval()
-    copy_decoder_block(ours, theirs)
-    x = randn(2, 5, D_MODEL, seed=4)
-    memory = randn(2, 6, D_MODEL, seed=5)
-    ref = theirs(x, memory, tgt_mask=~causal_mask(5), tgt_key_padding_mask=TGT_IDS == PAD,
+    tgt_padding = TGT_IDS == PAD if target_padding else None
+    ref = theirs(x, memory, tgt_mask=~causal_mask(5), tgt_key_padding_mask=tgt_padding,
                  memory_key_padding_mask=SRC_IDS == PAD)
-    self_mask = causal_mask(5) & padding_mask(TGT_IDS, PAD)
+    self_mask = causal_mask(5) & padding_mask(TGT_IDS, PAD) if target_padding else causal_mask(5)
     out = ours(x, memory, self_mask=self_mask, memory_mask=padding_mask(SRC_IDS, PAD))
     torch.testing.assert_close(out, ref, atol=ATOL, rtol=0)
 

@@ -3,7 +3,6 @@ embeddings, reading the cross-attention, the translation explorer, and a transla
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import pytest
@@ -191,8 +190,6 @@ def test_a_small_translator_learns_the_held_out_sentences():
     cfg = TransformerConfig(vocab_size=len(corpus.tgt.vocab), src_vocab_size=len(corpus.src.vocab), d_model=64,
                             n_heads=4, d_ff=128, n_layers=2, dropout=0.0, max_len=16)
     model = EncoderDecoder(cfg)
-    start = time.perf_counter()
     fit(model, corpus.batches(64, torch.Generator().manual_seed(0)), 250, lr=1e-3, warmup=100, label_smoothing=0.1)
-    assert time.perf_counter() - start < 120  # about 10 s on one idle core
     assert exact_match(model, corpus, corpus.held_out) >= 0.98
     assert translate(model, corpus, ["I ate an apple"]) == ["Ich habe einen Apfel gegessen"]

@@ -21,7 +21,7 @@ from .blocks import Decoder, Encoder
 from .config import TransformerConfig
 from .embedding import TokenEmbedding
 from .heads import OutputHead
-from .masks import causal_mask, padding_mask
+from .masks import causal_padding_mask, padding_mask
 from .multihead import MultiHeadAttention
 from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
 
@@ -82,7 +82,7 @@ class EncoderDecoder(nn.Module):
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """``tgt (batch, T_d)`` and memory -> logits ``(batch, T_d, vocab_size)``."""
         _check_ids("tgt", tgt)
-        self_mask = causal_mask(tgt.shape[1], tgt.device) & padding_mask(tgt, self.cfg.pad_id)  # (batch, T_d, T_d)
+        self_mask = causal_padding_mask(tgt, self.cfg.pad_id)  # (batch, T_d, T_d)
         return self.head(self.decoder(self.tgt_embed(tgt), memory, self_mask, src_mask))
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
@@ -102,7 +102,7 @@ class DecoderOnly(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         _check_ids("ids", ids)
-        mask = causal_mask(ids.shape[1], ids.device) & padding_mask(ids, self.cfg.pad_id)  # (batch, T, T)
+        mask = causal_padding_mask(ids, self.cfg.pad_id)  # (batch, T, T)
         return self.head(self.blocks(self.embed(ids), mask))
 
 

@@ -44,8 +44,10 @@ def execute(ws, code: str, timeout: float = 120) -> tuple[str, list[str]]:
                         "parent_header": {}, "metadata": {}, "channel": "shell",
                         "content": {"code": code, "silent": False, "store_history": True,
                                     "user_expressions": {}, "allow_stdin": False}}))
-    texts, status, deadline = [], None, time.time() + timeout
-    while time.time() < deadline:
+    # The reply comes on the shell channel and may overtake the outputs on iopub; the cell is done when
+    # both the reply and iopub's "idle" status have arrived.
+    texts, status, idle, deadline = [], None, False, time.time() + timeout
+    while time.time() < deadline and not (status and idle):
         msg = json.loads(ws.recv())
         if msg.get("parent_header", {}).get("msg_id") != msg_id:
             continue
@@ -55,7 +57,8 @@ def execute(ws, code: str, timeout: float = 120) -> tuple[str, list[str]]:
             texts.append(f"{msg['content']['ename']}: {msg['content']['evalue']}")
         elif msg["msg_type"] == "execute_reply":
             status = msg["content"]["status"]
-            break
+        elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            idle = True
     return status, texts
 
 

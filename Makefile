@@ -16,7 +16,7 @@ help:
 	@echo "make book    create $(VENV), build the HTML book, print where it is"
 	@echo "make test    create $(VENV), run every check (package, notebooks, exercises, grading, book)"
 	@echo "make lab     open JupyterLab here: the chapters in notebooks/, the exercises in exercises/"
-	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>   grade a folder of <student>.ipynb"
+	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder> [JOBS=n]   grade a folder of <student>.ipynb"
 	@echo "make bench   time the package against PyTorch; writes _build/bench/results.json"
 	@echo "make notebooks   re-execute the chapters and store their outputs (authors only)"
 	@echo "make exercises   regenerate exercises/ from solutions/ with nbgrader (authors only)"
@@ -78,7 +78,7 @@ bench: $(ENV_STAMP) $(ASSETS_STAMP)
 grade: $(ENV_STAMP)
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }
-	$(PY) tools/grade.py "$(ASSIGNMENT)" "$(SUBMISSIONS)"
+	$(PY) tools/grade.py "$(ASSIGNMENT)" "$(SUBMISSIONS)" $(if $(JOBS),--jobs "$(JOBS)")
 
 clean:
 	rm -rf _build grading

@@ -3,11 +3,14 @@
 Each comparison runs both sides interleaved in one process, repeats, and
 reports the median; attention entries also record peak memory (from the
 profiler's allocation events). Prints a table and writes ``_build/bench/results.json``
-(a list of ``{name, ours_s, reference, reference_s, ratio}``) and
-``_build/bench/scaling.json`` (attention time and memory against sequence length).
+(a list of ``{name, ours_s, reference, reference_s, ratio, target, met}``),
+``_build/bench/scaling.json`` (attention time and memory against sequence length)
+and ``_build/bench/machine.json`` (what it ran on). The book's performance page
+shows these files when they exist, else the reference run committed in
+``benchmarks/results/``; to update that, copy the three files there.
 Speed targets live here, never in unit tests.
 
-    python benchmarks/bench.py [--quick] [--only NAME ...]
+    python benchmarks/bench.py [--quick] [--only NAME ...] [--out FOLDER]
 """
 
 from __future__ import annotations
@@ -35,14 +38,43 @@ TARGETS = {"sdpa-teaching": ("ratio", 1.5), "mha-fast": ("ratio", 1.0), "encoder
            "seq2seq-train-step": ("ratio", 1.0), "capstone-time-to-98": ("ours_s", 60.0),
            "notebooks-nbval": ("ours_s", 240.0), "book-build": ("ours_s", 60.0),
            "grade-per-submission": ("ours_s", 3.0)}
+MIN_SECONDS = 3.0  # each side-by-side comparison samples for at least this long (``--quick``: 0.3)
 
 
-def interleaved(ours, theirs, repeats: int, warmup: int = 2) -> tuple[float, float]:
-    """Median seconds of each callable, alternating calls so both see the same machine state."""
+def keep_freed_memory() -> bool:
+    """Ask glibc to keep freed memory in the process, as a caching allocator does (Linux only).
+
+    By default glibc hands large blocks back to the kernel when they are freed, and
+    adapts that threshold as the program runs, so every T x T tensor may or may not
+    cost thousands of page faults, depending on what ran before: the same attention
+    then measures 1.2 or 2.3 times PyTorch's. Fixing the thresholds (what
+    ``MALLOC_MMAP_THRESHOLD_`` and ``MALLOC_TRIM_THRESHOLD_`` do) removes that noise,
+    for both sides alike.
+    """
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3
+        largest = 32 << 20  # glibc's upper limit for the mmap threshold on 64-bit systems
+        return bool(libc.mallopt(m_mmap_threshold, largest) and libc.mallopt(m_trim_threshold, 1 << 30))
+    except (OSError, AttributeError):
+        return False
+
+
+def interleaved(ours, theirs, repeats: int, warmup: int = 3, min_seconds: float | None = None) -> tuple[float, float]:
+    """Median seconds of each callable, alternating calls so both see the same machine state.
+
+    Runs at least ``repeats`` pairs and keeps going until ``min_seconds`` have passed, so
+    that a short burst of other work on the machine spoils only a few of many samples.
+    """
+    min_seconds = MIN_SECONDS if min_seconds is None else min_seconds
     for _ in range(warmup):
         ours(), theirs()
     a, b = [], []
-    for _ in range(repeats):
+    start = time.perf_counter()
+    while len(a) < repeats or time.perf_counter() - start < min_seconds:
         for fn, acc in ((ours, a), (theirs, b)):
             t = time.perf_counter()
             fn()
@@ -229,37 +261,66 @@ SLOW = {"capstone-time-to-98": bench_capstone, "notebooks-nbval": bench_nbval, "
         "grade-per-submission": bench_grading}
 
 
-def met(row: dict) -> str:
+def judge(row: dict) -> dict:
+    """Add the target (``"ratio <= 1.5"``) and whether it was met (None when there is no number)."""
     key, limit = TARGETS[row["name"]]
     value = row[key]
-    if value != value:  # NaN
-        return "n/a"
-    return f"{'yes' if value <= limit else 'NO'} ({key} <= {limit:g})"
+    return {**row, "target": f"{key} <= {limit:g}", "met": None if value != value else bool(value <= limit)}
+
+
+def machine(kept_freed_memory: bool) -> dict:
+    """What the numbers were measured on."""
+    import platform
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        cpu = next(ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return {"date": time.strftime("%Y-%m-%d"), "cpu": cpu, "cores": cores, "torch_threads": torch.get_num_threads(),
+            "torch": torch.__version__, "python": platform.python_version(),
+            "malloc_keeps_freed_memory": kept_freed_memory}
+
+
+def merged(old: list[dict], new: list[dict]) -> list[dict]:
+    """Rows of ``new`` replace the rows of the same name in ``old``; the order is the benchmarks' own."""
+    by_name = {r["name"]: r for r in [*old, *new]}
+    return [by_name[n] for n in TARGETS if n in by_name]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats, no whole-project timings")
-    parser.add_argument("--only", nargs="*", help="names of the benchmarks to run")
+    parser.add_argument("--only", nargs="*", choices=list(TARGETS), metavar="NAME",
+                        help=f"run only these; other rows already in results.json are kept ({', '.join(TARGETS)})")
+    parser.add_argument("--out", type=Path, default=OUT, help=f"folder for the JSON files (default: {OUT})")
     args = parser.parse_args()
+    global MIN_SECONDS
+    kept = keep_freed_memory()
     torch.manual_seed(0)
     repeats = 5 if args.quick else 15
+    MIN_SECONDS = 0.3 if args.quick else MIN_SECONDS
     wanted = args.only or [*BENCHES, *([] if args.quick else SLOW)]
     rows = []
     for name in wanted:
         fn = BENCHES.get(name) or SLOW[name]
         row = fn(repeats) if name in BENCHES else fn()
-        rows.append(row)
+        rows.append(judge(row))
         print(f"  {name}: done", flush=True)
-    OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "results.json").write_text(json.dumps(rows, indent=1))
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = args.out / "results.json"
+    previous = json.loads(results.read_text()) if args.only and results.exists() else []
+    results.write_text(json.dumps(merged(previous, rows), indent=1))
+    (args.out / "machine.json").write_text(json.dumps(machine(kept), indent=1))
     if not args.only or "sdpa-teaching" in wanted:
-        (OUT / "scaling.json").write_text(json.dumps(scaling(args.quick), indent=1))
-    print(f"\n{'name':<22} {'ours (s)':>10} {'reference (s)':>14} {'ratio':>7}  target met   reference")
+        (args.out / "scaling.json").write_text(json.dumps(scaling(args.quick), indent=1))
+    print(f"\n{'name':<22} {'ours (s)':>10} {'reference (s)':>14} {'ratio':>7}  {'target':<16} met  reference")
     for r in rows:
-        print(f"{r['name']:<22} {r['ours_s']:>10.4f} {r['reference_s']:>14.4f} {r['ratio']:>7.2f}  {met(r):<12} "
-              f"{r['reference']}")
-    print(f"\nthreads: {torch.get_num_threads()}; wrote {OUT / 'results.json'}")
+        met = {True: "yes", False: "NO", None: "n/a"}[r["met"]]
+        print(f"{r['name']:<22} {r['ours_s']:>10.4f} {r['reference_s']:>14.4f} {r['ratio']:>7.2f}  {r['target']:<16} "
+              f"{met:<4} {r['reference']}")
+    print(f"\nthreads: {torch.get_num_threads()}; wrote {results}")
 
 
 if __name__ == "__main__":

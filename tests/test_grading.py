@@ -24,17 +24,27 @@ NO_SCALE = """def attention(q, k, v, mask=None):
 
 @pytest.fixture(scope="module")
 def graded(tmp_path_factory):
-    subs = tmp_path_factory.mktemp("submissions")
+    subs = write_batch(tmp_path_factory.mktemp("submissions"))
     out = tmp_path_factory.mktemp("grading")
+    proc, rows = run_grader(subs, out, "--jobs", "2")  # two workers, whatever the machine's cores
+    return proc, rows, out / A
+
+
+def write_batch(subs):
+    """A correct, a blank, a wrong and a broken submission."""
     nbformat.write(make_submission(A), subs / "alice.ipynb")
     nbformat.write(make_submission(A, solved=False), subs / f"bob_{A}.ipynb")
     nbformat.write(make_submission(A, {"ex2_answer": NO_SCALE}), subs / "carol.ipynb")
     (subs / "dave.ipynb").write_text("{ this is not a notebook", encoding="utf-8")
-    proc = subprocess.run([sys.executable, "tools/grade.py", A, str(subs), "--out", str(out)], cwd=ROOT,
+    return subs
+
+
+def run_grader(subs, out, *options):
+    proc = subprocess.run([sys.executable, "tools/grade.py", A, str(subs), "--out", str(out), *options], cwd=ROOT,
                           env=venv_env(), capture_output=True, text=True, timeout=600)
     with open(out / A / "grades.csv", newline="", encoding="utf-8") as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
-    return proc, rows, out / A
+    return proc, rows
 
 
 def test_every_submission_gets_a_row(graded):
@@ -89,3 +99,22 @@ def test_make_grade_writes_into_grading_folder(tmp_path):
     assert (ROOT / "grading" / A / "feedback" / "erin.html").exists()
     ignored = subprocess.run(["git", "check-ignore", "-q", "grading/"], cwd=ROOT)
     assert ignored.returncode == 0, "grading/ must be git-ignored"
+
+
+def test_one_worker_grades_exactly_like_two(graded, tmp_path):
+    """Workers split the batch; the grades, notes and pages must not depend on how."""
+    proc, rows, out = graded
+    (tmp_path / "submissions").mkdir()
+    proc1, rows1 = run_grader(write_batch(tmp_path / "submissions"), tmp_path / "out", "--jobs", "1")
+    assert "1 at a time" in proc1.stdout and "2 at a time" in proc.stdout
+    assert rows1 == rows
+    assert sorted(p.name for p in (tmp_path / "out" / A / "feedback").iterdir()) == \
+        sorted(p.name for p in (out / "feedback").iterdir())
+
+
+@pytest.mark.parametrize("jobs", ["0", "-2"])
+def test_jobs_must_be_positive(tmp_path, jobs):
+    proc = subprocess.run([sys.executable, "tools/grade.py", A, str(tmp_path), "--jobs", jobs], cwd=ROOT,
+                          env=venv_env(), capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert f"--jobs: expected a whole number >= 1, got {jobs}" in proc.stderr

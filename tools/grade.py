@@ -1,6 +1,6 @@
 """Grade a folder of submissions for one assignment, through nbgrader.
 
-    python tools/grade.py ASSIGNMENT SUBMISSIONS_FOLDER [--timeout S]
+    python tools/grade.py ASSIGNMENT SUBMISSIONS_FOLDER [--timeout S] [--jobs N]
     (or: make grade ASSIGNMENT=... SUBMISSIONS=...)
 
 Every ``*.ipynb`` in the folder (``<student>.ipynb`` or
@@ -16,6 +16,9 @@ kernel, and given a feedback page. Preparing a submission means:
    change what the tests rely on (``torch.allclose = ...``) is removed and reported;
 4. putting the grading guard (``transformer/_grading_guard.py``) first.
 
+Submissions are graded ``--jobs`` at a time (default: one per core), each
+worker in its own copy of the course folder and gradebook, each submission in
+its own kernel; the result does not depend on the number of workers.
 A cell that runs longer than ``--timeout`` seconds is stopped; a cell that kills
 the kernel is replaced by an error and the rest is graded. Everything that
 happened is one line in the ``problems`` column. Writes, under
@@ -27,10 +30,12 @@ cleanly, 1 when something needs the instructor's eye, 2 on bad arguments.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import copy
 import csv
 import html
 import json
+import multiprocessing
 import os
 import re
 import shutil
@@ -360,7 +365,57 @@ def write_summary(out: Path, rows: list[dict], cells: list[str], max_points: dic
 # -------------------------------------------------------------------- run
 
 
-def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading", timeout: int | None = None) -> int:
+def default_jobs() -> int:
+    """One submission per core: each is graded in its own kernel."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def grade_share(assignment: str, work_root: str, out: str, index: int, timeout: int,
+                share: list[tuple[Submission, str]], jobs: int) -> list[Submission]:
+    """Autograde one worker's submissions in its own course folder and gradebook.
+
+    Runs in a worker process when ``jobs > 1``: the release and the gradebook made by
+    ``generate_assignment`` are copied, so workers never share a database file.
+    """
+    import nbformat
+    from nbgrader.api import Gradebook
+    from sqlalchemy.exc import SAWarning
+
+    warnings.filterwarnings("ignore", category=SAWarning)
+    if jobs > 1:  # kernels side by side: one thread each, or they slow each other down
+        os.environ["OMP_NUM_THREADS"] = "1"
+    root, out = Path(work_root), Path(out)
+    work = root / f"worker{index}"
+    shutil.copytree(root / "release", work / "release")
+    shutil.copy(root / "gradebook.db", work / "gradebook.db")
+    api, db_url = make_api(work, timeout)
+    done = []
+    for sub, text in share:
+        done.append(sub)
+        try:
+            if not autograde(api, assignment, sub, nbformat.reads(text, as_version=4), work, timeout):
+                continue
+            inspect_run(sub, work / "autograded" / sub.student / assignment / f"{assignment}.ipynb", timeout)
+            with Gradebook(db_url) as gb:
+                snb = gb.find_submission_notebook(assignment, assignment, sub.student)
+                sub.points = {g.name: g.score for g in snb.grades}
+                sub.score = snb.score
+            sub.graded = True
+            fb = api.generate_feedback(assignment, sub.student, force=True)
+        except Exception as exc:  # noqa: BLE001 - one broken submission never stops the others
+            sub.note(f"grading failed: {type(exc).__name__}: {last_line(str(exc))}")
+            continue
+        page = work / "feedback" / sub.student / assignment / f"{assignment}.html"
+        if fb["success"] and page.exists():
+            text = add_problems_to_page(page.read_text(encoding="utf-8"), sub.problems)
+            (out / "feedback" / f"{sub.student}.html").write_text(text, encoding="utf-8")
+        else:
+            sub.note(f"no feedback page: {last_line(fb.get('error') or fb.get('log'))}")
+    return done
+
+
+def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading", timeout: int | None = None,
+          jobs: int | None = None) -> int:
     import nbformat
     from nbgrader.api import Gradebook
     from sqlalchemy.exc import SAWarning
@@ -396,46 +451,51 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
     setup_source = locked_setup(release)
 
     subs = assign_ids(sorted(submissions.glob("*.ipynb")), assignment)
-    print(f"Grading {len(subs)} submission(s) of {assignment} (each cell stopped after {timeout} s) ...")
+    jobs = max(1, min(jobs or default_jobs(), len(subs)))
+    print(f"Grading {len(subs)} submission(s) of {assignment} (each cell stopped after {timeout} s, "
+          f"{jobs} at a time) ...")
     started = time.perf_counter()
+    ready = []
     for sub in subs:
         nb = read_notebook(sub)
-        if nb is None:
-            continue
-        nb = rebuild(sub, nb, release, setup_source)
-        if not autograde(api, assignment, sub, nb, work, timeout):
-            continue
-        sub.graded = True
-        inspect_run(sub, work / "autograded" / sub.student / assignment / f"{assignment}.ipynb", timeout)
-        fb = api.generate_feedback(assignment, sub.student, force=True)
-        page = work / "feedback" / sub.student / assignment / f"{assignment}.html"
-        if fb["success"] and page.exists():
-            text = add_problems_to_page(page.read_text(encoding="utf-8"), sub.problems)
-            (out / "feedback" / f"{sub.student}.html").write_text(text, encoding="utf-8")
-        else:
-            sub.note(f"no feedback page: {last_line(fb.get('error') or fb.get('log'))}")
+        if nb is not None:
+            ready.append((sub, nbformat.writes(rebuild(sub, nb, release, setup_source))))
+    shares = [ready[i::jobs] for i in range(jobs)]  # round-robin: each worker gets every jobs-th submission
+    if jobs == 1:
+        graded = [grade_share(assignment, str(work), str(out), 0, timeout, shares[0], 1)]
+    else:
+        ctx = multiprocessing.get_context("spawn")  # a clean interpreter: nothing of this process's state
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx) as pool:
+            futures = [pool.submit(grade_share, assignment, str(work), str(out), i, timeout, share, jobs)
+                       for i, share in enumerate(shares)]
+            graded = []
+            for future in futures:
+                try:
+                    graded.append(future.result())
+                except Exception as exc:  # noqa: BLE001 - a worker that died: its submissions are reported below
+                    print(f"a grading worker stopped: {type(exc).__name__}: {exc}", file=sys.stderr)
+    by_source = {sub.source: sub for share in graded for sub in share}
+    subs = [by_source.get(sub.source, sub) for sub in subs]
+    for sub in subs:
+        if not sub.graded and not sub.problems:
+            sub.note("the grading worker for this file stopped before grading it; grade it again")
     elapsed = time.perf_counter() - started
 
     with Gradebook(db_url) as gb:
         nb_model = gb.find_notebook(assignment, assignment)
         cells = [c.name for c in nb_model.grade_cells]
         max_points = {c.name: c.max_score for c in nb_model.grade_cells}
-        rows = []
-        for sub in subs:
-            row = {"student": sub.student, "file": sub.source.name, "max_score": nb_model.max_score}
-            if sub.graded:
-                snb = gb.find_submission_notebook(assignment, assignment, sub.student)
-                points = {g.name: g.score for g in snb.grades}
-                row["score"] = snb.score
-                row.update({c: points.get(c, 0.0) for c in cells})
-            else:
-                row["score"] = 0.0
-                row.update({c: 0.0 for c in cells})
-                (out / "feedback" / f"{sub.student}.html").write_text(
-                    problem_page(sub.student, assignment, sub.problems + ["no exercise could be graded: score 0"]),
-                    encoding="utf-8")
-            row["problems"] = "; ".join(sub.problems)
-            rows.append(row)
+        max_score = nb_model.max_score
+    rows = []
+    for sub in subs:
+        row = {"student": sub.student, "file": sub.source.name, "max_score": max_score, "score": sub.score}
+        row.update({c: sub.points.get(c, 0.0) for c in cells})
+        if not sub.graded:
+            (out / "feedback" / f"{sub.student}.html").write_text(
+                problem_page(sub.student, assignment, sub.problems + ["no exercise could be graded: score 0"]),
+                encoding="utf-8")
+        row["problems"] = "; ".join(sub.problems)
+        rows.append(row)
 
     columns = ["student", "score", "max_score", *cells, "problems", "file"]
     with open(out / "grades.csv", "w", newline="", encoding="utf-8") as f:
@@ -465,8 +525,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("submissions", type=Path, help="folder of <student>.ipynb files")
     parser.add_argument("--out", type=Path, default=ROOT / "grading", help="where grading/<assignment>/ goes")
     parser.add_argument("--timeout", type=int, help="seconds a cell may run (default: nbgrader_config.py)")
+    parser.add_argument("--jobs", type=int, help="submissions graded at once (default: one per core)")
     args = parser.parse_args(argv)
-    return grade(args.assignment, args.submissions.resolve(), args.out.resolve(), args.timeout)
+    if args.jobs is not None and args.jobs < 1:
+        parser.error(f"--jobs: expected a whole number >= 1, got {args.jobs}")
+    return grade(args.assignment, args.submissions.resolve(), args.out.resolve(), args.timeout, args.jobs)
 
 
 if __name__ == "__main__":

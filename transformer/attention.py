@@ -121,7 +121,8 @@ def scaled_dot_product_attention(
         return out if empty is None else out.masked_fill(empty, 0.0)
 
     # The teaching form: four lines that are the equation.
-    scores = q @ k.transpose(-2, -1) * scale  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
+    # Scaling q before the product equals scaling the scores, and touches T_q*d_k numbers, not T_q*T_k.
+    scores = (q * scale) @ k.transpose(-2, -1)  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
     if bias is not None:
         scores = scores + bias
     if mask is not None:

@@ -1,8 +1,9 @@
-"""A Sphinx directive, ``{bench-results}``, that shows ``_build/bench/results.json`` (written by ``make bench``).
+"""A Sphinx directive, ``{bench-results}``, that shows the results of ``make bench``.
 
-It renders the table of ours-versus-PyTorch timings and a figure of attention
-time and memory against sequence length from ``_build/bench/scaling.json``.
-Without results it says how to produce them.
+It reads ``_build/bench/`` when ``make bench`` has run on this machine, else the
+reference run committed in ``benchmarks/results/``, and renders the machine it
+ran on, the table of ours-versus-PyTorch timings with their targets, and a
+figure of attention time and memory against sequence length (``scaling.json``).
 """
 
 from __future__ import annotations
@@ -64,16 +65,27 @@ def _figure(scaling: list[dict], out: Path) -> None:
 class BenchResults(SphinxDirective):
     def run(self):
         root = Path(self.env.srcdir)
-        results = root / "_build" / "bench" / "results.json"
+        local, committed = root / "_build" / "bench", root / "benchmarks" / "results"
+        folder = local if (local / "results.json").exists() else committed
+        results = folder / "results.json"
         if not results.exists():
             return [nodes.paragraph(text="No benchmark results in this build: run `make bench`, then `make book`.")]
         self.env.note_dependency(str(results))
         rows = json.loads(results.read_text())
+        where = "this machine's latest `make bench`" if folder == local else "the reference run in benchmarks/results/"
+        about = json.loads((folder / "machine.json").read_text()) if (folder / "machine.json").exists() else {}
+        if about:
+            where += (f": {about['date']}, {about['cpu']}, {about['cores']} core(s), torch {about['torch']} "
+                      f"on {about['torch_threads']} thread(s)")
+        met = {True: "yes", False: "no", None: "n/a"}
         body = [[r["name"], f"{r['ours_s']:.4f}", r["reference"], f"{r['reference_s']:.4f}", f"{r['ratio']:.2f}",
+                 r.get("target", ""), met[r.get("met")],
                  f"{r['ours_peak_mb']:.1f} / {r['reference_peak_mb']:.1f}" if "ours_peak_mb" in r else ""]
                 for r in rows]
-        out = [_table(["name", "ours (s)", "reference", "reference (s)", "ratio", "peak MB (ours / ref)"], body)]
-        scaling = root / "_build" / "bench" / "scaling.json"
+        out = [nodes.paragraph(text=f"Measured by {where}."),
+               _table(["name", "ours (s)", "reference", "reference (s)", "ratio", "target", "met",
+                       "peak MB (ours / ref)"], body)]
+        scaling = folder / "scaling.json"
         if scaling.exists():
             image = Path(self.env.app.outdir) / "_images" / "bench_scaling.png"
             _figure(json.loads(scaling.read_text()), image)

@@ -15,8 +15,25 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 
-def _table(header: list[str], rows: list[list[str]]) -> nodes.table:
-    table = nodes.table()
+def _cell(content) -> nodes.entry:
+    """A table cell from a string, or from a list of (text, style) lines."""
+    entry = nodes.entry()
+    for text, style in ([(content, "")] if isinstance(content, str) else content):
+        para = nodes.paragraph()
+        para += nodes.literal(text=text) if style == "code" else nodes.emphasis(text=text) if style == "em" else \
+            nodes.Text(text)
+        entry += para
+    return entry
+
+
+def _about(reference: str) -> list[tuple[str, str]]:
+    """What a row is compared with, without the target the table already shows."""
+    text = reference.split("; ", 1)[1] if reference.startswith("target") and "; " in reference else reference
+    return [] if text.startswith("target") else [(text, "em")]
+
+
+def _table(header: list[str], rows: list[list]) -> nodes.table:
+    table = nodes.table(classes=["bench-table"])
     group = nodes.tgroup(cols=len(header))
     table += group
     for _ in header:
@@ -24,10 +41,8 @@ def _table(header: list[str], rows: list[list[str]]) -> nodes.table:
     for part, items in ((nodes.thead(), [header]), (nodes.tbody(), rows)):
         for cells in items:
             row = nodes.row()
-            for text in cells:
-                entry = nodes.entry()
-                entry += nodes.paragraph(text=text)
-                row += entry
+            for content in cells:
+                row += _cell(content)
             part += row
         group += part
     return table
@@ -72,19 +87,18 @@ class BenchResults(SphinxDirective):
             return [nodes.paragraph(text="No benchmark results in this build: run `make bench`, then `make book`.")]
         self.env.note_dependency(str(results))
         rows = json.loads(results.read_text())
-        where = "this machine's latest `make bench`" if folder == local else "the reference run in benchmarks/results/"
+        where = "this machine's latest make bench" if folder == local else "the reference run in benchmarks/results/"
         about = json.loads((folder / "machine.json").read_text()) if (folder / "machine.json").exists() else {}
         if about:
             where += (f": {about['date']}, {about['cpu']}, {about['cores']} core(s), torch {about['torch']} "
                       f"on {about['torch_threads']} thread(s)")
         met = {True: "yes", False: "no", None: "n/a"}
-        body = [[r["name"], f"{r['ours_s']:.4f}", r["reference"], f"{r['reference_s']:.4f}", f"{r['ratio']:.2f}",
-                 r.get("target", ""), met[r.get("met")],
-                 f"{r['ours_peak_mb']:.1f} / {r['reference_peak_mb']:.1f}" if "ours_peak_mb" in r else ""]
+        body = [[[(r["name"], "code"), *_about(r["reference"])], f"{r['ours_s']:.3g}", f"{r['reference_s']:.3g}",
+                 f"{r['ratio']:.2f}", r.get("target", "").replace("<=", "≤"), met[r.get("met")],
+                 f"{r['ours_peak_mb']:.0f} / {r['reference_peak_mb']:.0f}" if "ours_peak_mb" in r else ""]
                 for r in rows]
-        out = [nodes.paragraph(text=f"Measured by {where}."),
-               _table(["name", "ours (s)", "reference", "reference (s)", "ratio", "target", "met",
-                       "peak MB (ours / ref)"], body)]
+        out = [nodes.paragraph(text=f"Measured by {where}. Peak memory in MB, ours / reference."),
+               _table(["name", "ours (s)", "reference (s)", "ratio", "target", "met", "peak MB"], body)]
         scaling = folder / "scaling.json"
         if scaling.exists():
             image = Path(self.env.app.outdir) / "_images" / "bench_scaling.png"

@@ -490,10 +490,10 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
     for sub in subs:
         row = {"student": sub.student, "file": sub.source.name, "max_score": max_score, "score": sub.score}
         row.update({c: sub.points.get(c, 0.0) for c in cells})
-        if not sub.graded:
-            (out / "feedback" / f"{sub.student}.html").write_text(
-                problem_page(sub.student, assignment, sub.problems + ["no exercise could be graded: score 0"]),
-                encoding="utf-8")
+        page = out / "feedback" / f"{sub.student}.html"
+        if not page.exists():  # not graded, or nbgrader made no page: the notes are the page
+            notes = sub.problems + ([] if sub.graded else ["no exercise could be graded: score 0"])
+            page.write_text(problem_page(sub.student, assignment, notes), encoding="utf-8")
         row["problems"] = "; ".join(sub.problems)
         rows.append(row)
 

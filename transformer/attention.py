@@ -113,13 +113,8 @@ def scaled_dot_product_attention(
     if empty is not None:
         mask = mask | empty  # let empty rows see everything, then zero them below: no NaN anywhere
 
-    if fast and not return_weights:
-        attn_mask = mask
-        if bias is not None:
-            attn_mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
-        out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, scale=scale)
-        return out if empty is None else out.masked_fill(empty, 0.0)
-
+    if fast and not return_weights:  # the same numbers from PyTorch's fused kernel: see _fused below
+        return _fused(q, k, v, mask, bias, scale, dropout_p, empty)
     # The teaching form: four lines that are the equation.
     # Scaling q before the product equals scaling the scores, and touches T_q*d_k numbers, not T_q*T_k.
     scores = (q * scale) @ k.transpose(-2, -1)  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
@@ -134,3 +129,12 @@ def scaled_dot_product_attention(
         weights = F.dropout(weights, dropout_p)
     out = weights @ v  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
     return (out, weights) if return_weights else out
+
+
+def _fused(q, k, v, mask, bias, scale: float, dropout_p: float, empty) -> torch.Tensor:
+    """The fast path of ``scaled_dot_product_attention``: ``F.scaled_dot_product_attention``."""
+    attn_mask = mask
+    if bias is not None:
+        attn_mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, scale=scale)
+    return out if empty is None else out.masked_fill(empty, 0.0)

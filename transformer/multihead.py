@@ -81,10 +81,10 @@ class MultiHeadAttention(nn.Module):
                 return_weights: bool = False):
         self._check(x, memory, mask)
         source = x if memory is None else memory
-        if self.fast and memory is None:
-            q, k, v = self._fused_qkv(x)  # the same three projections as one matrix product
-        else:
+        if not (self.fast and memory is None):
             q, k, v = self.w_q(x), self.w_k(source), self.w_v(source)
+        else:  # the fast path: the same three projections as one matrix product
+            q, k, v = self._fused_qkv(x)
         q = split_heads(q, self.n_heads)  # (batch, T_q, d_model) -> (batch, heads, T_q, d_h)
         k = split_heads(k, self.n_heads)  # (batch, T_k, d_model) -> (batch, heads, T_k, d_h)
         v = split_heads(v, self.n_heads)  # (batch, T_k, d_model) -> (batch, heads, T_k, d_h)

@@ -36,11 +36,11 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check("x", x, self.d_model)
-        if self.fast:
-            return F.layer_norm(x, (self.d_model,), self.gamma, self.beta, self.eps)
-        mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
-        var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1): divide by d_model, not d_model - 1
-        return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta
+        if not self.fast:
+            mean = x.mean(dim=-1, keepdim=True)  # (..., 1)
+            var = x.var(dim=-1, keepdim=True, unbiased=False)  # (..., 1): divide by d_model, not d_model - 1
+            return self.gamma * (x - mean) / torch.sqrt(var + self.eps) + self.beta
+        return F.layer_norm(x, (self.d_model,), self.gamma, self.beta, self.eps)  # the fast path, fused
 
     def extra_repr(self) -> str:
         return f"{self.d_model}, eps={self.eps}"

@@ -39,11 +39,12 @@ def norm_first(request):
     return request.param
 
 
+@pytest.mark.parametrize("fast", [False, True], ids=["teaching", "fast"])
 @pytest.mark.parametrize("padded", [False, True])
-def test_encoder_block_matches_torch(norm_first, padded):
+def test_encoder_block_matches_torch(norm_first, padded, fast):
     theirs = randomize(nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True,
                                                   norm_first=norm_first), seed=1).eval()
-    ours = EncoderBlock(cfg(norm_first)).eval()
+    ours = EncoderBlock(cfg(norm_first, fast=fast)).eval()
     copy_encoder_block(ours, theirs)
     x = randn(2, 6, D_MODEL, seed=2)
     if padded:
@@ -52,16 +53,6 @@ def test_encoder_block_matches_torch(norm_first, padded):
     else:
         ref, out = theirs(x), ours(x)
     torch.testing.assert_close(out, ref, atol=ATOL, rtol=0)
-
-
-def test_encoder_block_with_fast_attention_matches_torch(norm_first):
-    theirs = randomize(nn.TransformerEncoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True,
-                                                  norm_first=norm_first), seed=1).eval()
-    ours = EncoderBlock(cfg(norm_first, fast=True)).eval()
-    copy_encoder_block(ours, theirs)
-    x = randn(2, 6, D_MODEL, seed=2)
-    ref = theirs(x, src_key_padding_mask=SRC_IDS == PAD)
-    torch.testing.assert_close(ours(x, padding_mask(SRC_IDS, PAD)), ref, atol=ATOL, rtol=0)
 
 
 @pytest.mark.parametrize("target_padding", [False, True])

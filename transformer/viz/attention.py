@@ -6,6 +6,7 @@ import html
 from collections.abc import Sequence
 
 import torch
+from .explorer import Explorer
 
 
 def plot_attention(weights, queries: Sequence[str], keys: Sequence[str], ax=None, title: str | None = None,
@@ -45,7 +46,7 @@ def weight_bars(tokens: Sequence[str], weights, width: int = 240) -> str:
     return "<table>" + "".join(rows) + "</table>"
 
 
-class AttentionExplorer:
+class AttentionExplorer(Explorer):
     """Pick a query and stretch its scores; watch the softmax weights over the keys (chapter 4).
 
     ``scores (T_q, T_k)`` are raw dot products ``q . k``. The view shows
@@ -65,11 +66,7 @@ class AttentionExplorer:
                                 description="query")
         self.stretch = w.FloatLogSlider(value=1.0, base=10, min=-1, max=1.5, step=0.05,
                                         description="stretch", readout_format=".2f")
-        self.view = w.HTML()
-        self.widget = w.VBox([w.HBox([self.query, self.stretch]), self.view])
-        self.query.observe(self._update, names="value")
-        self.stretch.observe(self._update, names="value")
-        self._update()
+        self._layout([self.query, self.stretch])
 
     @property
     def weights(self) -> torch.Tensor:
@@ -79,8 +76,3 @@ class AttentionExplorer:
 
     def _update(self, _change=None) -> None:
         self.view.value = weight_bars(self.tokens, self.weights)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)

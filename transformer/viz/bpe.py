@@ -7,6 +7,7 @@ import html
 import torch
 
 from ..tokenization import UNK, BPETokenizer
+from .explorer import Explorer
 
 # Two alternating fills, so that neighbouring tokens of one word stay apart; <unk> is red.
 _FILLS = ("#dbe8f6", "#f9e3c8")
@@ -26,7 +27,7 @@ def token_boxes(words: list[list[str]], unknown: set[str] | frozenset[str] = fro
     return "<div style='line-height:2'>" + "".join(parts) + "</div>"
 
 
-class BPEExplorer:
+class BPEExplorer(Explorer):
     """Choose how many of a trained tokenizer's merges to use; watch a text split (chapter 1).
 
     With 0 merges every character is a token; each merge glues one frequent pair
@@ -48,11 +49,7 @@ class BPEExplorer:
             raise ValueError(f"merges: expected an int in [0, {n}], got {merges!r}")
         self.merges = w.IntSlider(value=start, min=0, max=n, description="merges")
         self.text = w.Text(value=text, description="text", continuous_update=False)
-        self.view = w.HTML()
-        self.widget = w.VBox([w.HBox([self.merges, self.text]), self.view])
-        self.merges.observe(self._update, names="value")
-        self.text.observe(self._update, names="value")
-        self._update()
+        self._layout([self.merges, self.text])
 
     @property
     def tokenizer(self) -> BPETokenizer:
@@ -79,8 +76,3 @@ class BPEExplorer:
         head = (f"<p>{k} merges &middot; vocabulary {len(tok.vocab)} tokens &middot; "
                 f"this text: {n_tokens} tokens for {len(words)} words &middot; {last}</p>")
         self.view.value = head + token_boxes(words, unknown)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)

@@ -9,6 +9,7 @@ import torch
 
 from ..decoding import generate, softmax_with_temperature
 from .attention import weight_bars
+from .explorer import Explorer
 
 
 def plot_temperatures(logits, tokens: Sequence[str], temperatures: Sequence[float], axes=None,
@@ -41,7 +42,7 @@ def plot_temperatures(logits, tokens: Sequence[str], temperatures: Sequence[floa
     return axes
 
 
-class DecodingExplorer:
+class DecodingExplorer(Explorer):
     """Move the temperature and the seed; watch the next-token distribution and a sampled continuation.
 
     ``logits_fn(ids (1, T)) -> (1, T, vocab)`` is a language model;
@@ -69,11 +70,7 @@ class DecodingExplorer:
         self.temperature = w.FloatLogSlider(value=1.0, base=10, min=-1.5, max=1.0, step=0.05,
                                             description="temperature", readout_format=".2f")
         self.seed = w.IntSlider(value=seed, min=0, max=99, description="seed")
-        self.view = w.HTML()
-        self.widget = w.VBox([w.HBox([self.temperature, self.seed]), self.view])
-        self.temperature.observe(self._update, names="value")
-        self.seed.observe(self._update, names="value")
-        self._update()
+        self._layout([self.temperature, self.seed])
 
     def _next_logits(self) -> torch.Tensor:
         with torch.no_grad():
@@ -110,8 +107,3 @@ class DecodingExplorer:
             + f"<p>sampled (seed {self.seed.value}): <b>{html.escape(self.text(self.sample))}</b><br>"
             + f"greedy: {html.escape(self.text(self.greedy))}</p>"
         )
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)

@@ -10,6 +10,7 @@ import torch
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask
 from .attention import weight_bars
+from .explorer import Explorer
 
 PAD = "<pad>"
 BLOCKED = "-∞"
@@ -92,7 +93,7 @@ def _weights_from_scores(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tens
     return w if scores.dim() == 3 else w[0]
 
 
-class MaskExplorer:
+class MaskExplorer(Explorer):
     """A batch of sentences, padded to one length: toggle the causal mask, the padding mask and the
     padding side, set each sentence's length, pick a sentence and a query (chapter 7).
 
@@ -118,12 +119,7 @@ class MaskExplorer:
         self.sentence = w.Dropdown(options=[(" ".join(s), b) for b, s in enumerate(self.sentences)], value=0,
                                    description="sentence")
         self.query = w.IntSlider(value=query, min=0, max=self.seq_len - 1, description="query")
-        self.view = w.HTML()
-        self.widget = w.VBox([w.HBox([self.causal, self.mask_padding]), self.side, w.HBox(self.lengths),
-                              w.HBox([self.sentence, self.query]), self.view])
-        for control in (self.causal, self.mask_padding, self.side, *self.lengths, self.sentence, self.query):
-            control.observe(self._update, names="value")
-        self._update()
+        self._layout([self.causal, self.mask_padding], self.side, self.lengths, [self.sentence, self.query])
 
     def _offsets(self) -> list[int]:
         """Where each sentence's first token sits: 0 on the right side, after the padding on the left."""
@@ -189,13 +185,8 @@ class MaskExplorer:
         self.view.value = (mask_grid_html(self.placed_scores[b], self.mask[b], labels, labels, highlight=t)
                            + f"<p>{note}</p>" + weight_bars(labels, self.weights))
 
-    def _ipython_display_(self):
-        from IPython.display import display
 
-        display(self.widget)
-
-
-class CrossAttentionExplorer:
+class CrossAttentionExplorer(Explorer):
     """Pick a decoder position; see its cross-attention weights over the source words (chapter 8).
 
     ``scores (T_d, T_e)`` are the scaled scores of the decoder ``queries`` against the source
@@ -213,11 +204,7 @@ class CrossAttentionExplorer:
         self.query = w.Dropdown(options=[(q, i) for i, q in enumerate(self.queries)], value=query,
                                 description="decoder")
         self.mask_padding = w.Checkbox(value=True, description="mask the source padding")
-        self.view = w.HTML()
-        self.widget = w.VBox([w.HBox([self.query, self.mask_padding]), self.view])
-        self.query.observe(self._update, names="value")
-        self.mask_padding.observe(self._update, names="value")
-        self._update()
+        self._layout([self.query, self.mask_padding])
 
     @property
     def mask(self) -> torch.Tensor:
@@ -234,8 +221,3 @@ class CrossAttentionExplorer:
         on_pad = float(self.weights[[k == PAD for k in self.keys]].sum())
         self.view.value = (weight_bars(self.keys, self.weights)
                            + f"<p>weight on &lt;pad&gt;: {on_pad:.2f}</p>")
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)

@@ -9,6 +9,7 @@ import torch
 
 from ..multihead import MultiHeadAttention
 from .attention import plot_attention, weight_bars
+from .explorer import Explorer
 
 
 def plot_heads(weights, tokens: Sequence[str], titles: Sequence[str] | None = None, annotate: bool = False,
@@ -34,7 +35,7 @@ def plot_heads(weights, tokens: Sequence[str], titles: Sequence[str] | None = No
     return fig, axes[0]
 
 
-class HeadExplorer:
+class HeadExplorer(Explorer):
     """Pick a head and a query; see that query's weights over the keys in that head (chapter 5).
 
     ``patterns`` maps a name (e.g. ``"head 1"``) to attention weights ``(T, T)``
@@ -58,11 +59,7 @@ class HeadExplorer:
         self.head = w.Dropdown(options=names, value=names[0], description="head")
         self.query = w.Dropdown(options=[(t, i) for i, t in enumerate(self.tokens)], value=query,
                                 description="query")
-        self.view = w.HTML()
-        self.widget = w.VBox([w.HBox([self.head, self.query]), self.view])
-        self.head.observe(self._update, names="value")
-        self.query.observe(self._update, names="value")
-        self._update()
+        self._layout([self.head, self.query])
 
     @property
     def weights(self) -> torch.Tensor:
@@ -82,17 +79,12 @@ class HeadExplorer:
         self.view.value = (f"<p>In <b>{head}</b>, <b>{query}</b> looks most at <b>{html.escape(key)}</b> "
                            f"(weight {weight:.2f}).</p>" + weight_bars(self.tokens, self.weights))
 
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
-
 
 def _divisors(n: int) -> list[int]:
     return [h for h in range(1, n + 1) if n % h == 0]
 
 
-class HeadCountExplorer:
+class HeadCountExplorer(Explorer):
     """Choose the number of heads for a fixed ``d_model``: d_h, every shape, the parameter count (chapter 5).
 
     The view is a table of the tensors of one multi-head self-attention layer
@@ -107,11 +99,8 @@ class HeadCountExplorer:
             raise ValueError(f"n_heads: expected a divisor of d_model={d_model}, got {n_heads}")
         self.d_model, self.batch, self.seq = d_model, batch, seq
         self.n_heads = w.Dropdown(options=_divisors(d_model), value=n_heads, description="heads h")
-        self.view = w.HTML()
-        self.widget = w.VBox([self.n_heads, self.view])
         self._counts: dict[int, int] = {}
-        self.n_heads.observe(self._update, names="value")
-        self._update()
+        self._layout(self.n_heads)
 
     @property
     def d_h(self) -> int:
@@ -156,8 +145,3 @@ class HeadCountExplorer:
             f"<p>parameters: <b>{self.n_params:,}</b> (4 d_model² + 4 d_model, whatever h is); "
             f"attention weights computed: {self.n_weights:,}</p>"
         )
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)

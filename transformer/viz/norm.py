@@ -11,6 +11,7 @@ from torch import nn
 from .._validate import require_float, require_rank
 from ..blocks import Encoder, EncoderBlock
 from ..norm import LayerNorm, RMSNorm
+from .explorer import Explorer
 
 
 def residual_stream(blocks: EncoderBlock | Encoder | Iterable[EncoderBlock], x: torch.Tensor,
@@ -74,7 +75,7 @@ def signed_bars(labels: Sequence[str], columns: dict[str, torch.Tensor], width: 
     return f"<table><tr><th></th>{head}</tr>" + "".join(rows) + "</table>"
 
 
-class NormExplorer:
+class NormExplorer(Explorer):
     """Scale and shift one token vector; watch what LayerNorm and RMSNorm make of it (chapter 6).
 
     The input is ``scale * x + shift``. LayerNorm subtracts the mean and divides
@@ -99,11 +100,7 @@ class NormExplorer:
         self.scale = w.FloatLogSlider(value=1.0, base=10, min=-2, max=2, step=0.05, description="scale",
                                       readout_format=".2f")
         self.shift = w.FloatSlider(value=0.0, min=-10.0, max=10.0, step=0.1, description="shift")
-        self.view = w.HTML()
-        self.widget = w.VBox([self.norm, w.HBox([self.scale, self.shift]), self.view])
-        for control in (self.norm, self.scale, self.shift):
-            control.observe(self._update, names="value")
-        self._update()
+        self._layout(self.norm, [self.scale, self.shift])
 
     @property
     def input(self) -> torch.Tensor:
@@ -132,8 +129,3 @@ class NormExplorer:
                            f"<p>largest change of the {self.norm.value} output since scale 1, shift 0: "
                            f"<b>{self.change:.4f}</b></p>"
                            + signed_bars(labels, {"input": xin, f"{self.norm.value}(input)": out}))
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)

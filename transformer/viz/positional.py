@@ -14,6 +14,7 @@ import torch
 
 from .._validate import require_positive_int, require_tensor, shape_str
 from ..positional import apply_rope, sinusoidal_encoding
+from .explorer import Explorer
 
 __all__ = ["EmbeddingScaleExplorer", "RopeExplorer", "SinusoidalExplorer", "value_bars"]
 
@@ -42,7 +43,7 @@ def value_bars(labels, values, width: int = 120, limit: float = 1.0) -> str:
 # ----------------------------------------------------------------- chapter 2
 
 
-class EmbeddingScaleExplorer:
+class EmbeddingScaleExplorer(Explorer):
     """Pick the standard deviation of the embedding matrix ``E (vocab, d_model)``; read the RMS of the
     embedded vectors and of the output logits (chapter 2).
 
@@ -69,11 +70,7 @@ class EmbeddingScaleExplorer:
         self.std = w.FloatLogSlider(value=1.0, base=10, min=-3, max=0.5, step=0.05, description="std of E",
                                     readout_format=".4f")
         self.scale = w.Checkbox(value=False, description="lookup × sqrt(d_model)")
-        self.view = w.HTML()
-        self.widget = w.VBox([w.HBox([self.d_model, self.std, self.scale]), self.view])
-        for control in (self.d_model, self.std, self.scale):
-            control.observe(self._update, names="value")
-        self._update()
+        self._layout([self.d_model, self.std, self.scale])
 
     @property
     def weight(self) -> torch.Tensor:
@@ -142,11 +139,6 @@ class EmbeddingScaleExplorer:
             "<table>" + "".join(cells) + "</table>"
         )
 
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
-
 
 # ----------------------------------------------------------------- chapter 3
 
@@ -161,7 +153,7 @@ def _polyline(values, width: int, height: int, lo: float = -1.0, hi: float = 1.0
     return " ".join(pts)
 
 
-class SinusoidalExplorer:
+class SinusoidalExplorer(Explorer):
     """Pick a position, a dimension and the base; see the encoding vector ``P[position]`` and the curve
     of one dimension over all positions (chapter 3).
 
@@ -179,11 +171,7 @@ class SinusoidalExplorer:
         self.dimension = w.IntSlider(value=dimension, min=0, max=d_model - 1, description="dimension")
         self.base = w.FloatLogSlider(value=10000.0, base=10, min=1, max=5, step=0.25, description="base",
                                      readout_format=".0f")
-        self.view = w.HTML()
-        self.widget = w.VBox([w.HBox([self.position, self.dimension, self.base]), self.view])
-        for control in (self.position, self.dimension, self.base):
-            control.observe(self._update, names="value")
-        self._update()
+        self._layout([self.position, self.dimension, self.base])
 
     @property
     def table(self) -> torch.Tensor:
@@ -227,13 +215,8 @@ class SinusoidalExplorer:
             + value_bars([f"dim {j}" for j in range(self.d_model_size)], self.vector)
         )
 
-    def _ipython_display_(self):
-        from IPython.display import display
 
-        display(self.widget)
-
-
-class RopeExplorer:
+class RopeExplorer(Explorer):
     """Place a query at position ``t`` and a key at position ``i``, then move both by ``shift``: the RoPE
     score ``<R_t q, R_i k>`` stays the same, because it depends on ``t - i`` only (chapter 3).
 
@@ -255,11 +238,7 @@ class RopeExplorer:
         self.t = w.IntSlider(value=t, min=0, max=max_position, description="query t")
         self.i = w.IntSlider(value=i, min=0, max=max_position, description="key i")
         self.shift = w.IntSlider(value=0, min=0, max=max_position, description="move both")
-        self.view = w.HTML()
-        self.widget = w.VBox([w.HBox([self.t, self.i, self.shift]), self.view])
-        for control in (self.t, self.i, self.shift):
-            control.observe(self._update, names="value")
-        self._update()
+        self._layout([self.t, self.i, self.shift])
 
     @property
     def positions(self) -> tuple[int, int]:
@@ -313,8 +292,3 @@ class RopeExplorer:
             f"<p>extra angle between the pairs, (t - i) &omega;<sub>j</sub>: {angles} rad</p>"
             f"<p>the first pair (&omega;<sub>0</sub> = 1 rad per position):</p>" + svg
         )
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)

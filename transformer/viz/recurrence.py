@@ -21,6 +21,7 @@ import html
 import torch
 
 from .._validate import require_choice, require_positive_int
+from .explorer import Explorer
 
 MODELS = ("rnn", "attention")
 
@@ -59,7 +60,7 @@ def _strip(fractions: list[float], size: int = 14) -> str:
     return f"<div style='white-space:nowrap'>{cells}</div>"
 
 
-class RecurrenceExplorer:
+class RecurrenceExplorer(Explorer):
     """Move the sentence length ``n`` and the per-hop factor; compare an RNN with self-attention (chapter 0).
 
     The view counts the sequential steps and the path from word 1 to word ``n``
@@ -78,11 +79,7 @@ class RecurrenceExplorer:
         self.n = w.IntSlider(value=n, min=2, max=max_n, description="words n")
         self.factor = w.FloatSlider(value=factor, min=0.5, max=1.0, step=0.01, description="factor",
                                     readout_format=".2f")
-        self.view = w.HTML()
-        self.widget = w.VBox([w.HBox([self.n, self.factor]), self.view])
-        self.n.observe(self._update, names="value")
-        self.factor.observe(self._update, names="value")
-        self._update()
+        self._layout([self.n, self.factor])
 
     @property
     def counts(self) -> torch.Tensor:
@@ -114,11 +111,6 @@ class RecurrenceExplorer:
         strip = (f"<p>RNN, word 1 to word {n}: how much of each word reaches word {n} "
                  f"(darker = more)</p>" + _strip(self.survival.tolist()))
         self.view.value = table + strip
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
 
 # ---------------------------------------------------------------- the road map

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 import torch
 
 from .attention import weight_bars
+from .explorer import Explorer
 
 
 class TrainingProgress:
@@ -65,7 +66,7 @@ def plot_losses(losses: Sequence[float], ax=None, title: str = "Training loss", 
     return ax
 
 
-class TranslationExplorer:
+class TranslationExplorer(Explorer):
     """Pick a sentence and a target word; see the translation and where that word looked in the source.
 
     ``translate(sentence) -> (source words, target words, weights (T_d, T_e))``
@@ -80,12 +81,9 @@ class TranslationExplorer:
         self._cache: dict[str, tuple] = {}
         self.sentence = w.Dropdown(options=self.sentences, value=self.sentences[0], description="English")
         self.word = w.Dropdown(description="German word")
-        self.view = w.HTML()
-        self.widget = w.VBox([w.HBox([self.sentence, self.word]), self.view])
         self._set_words()
-        self.sentence.observe(self._on_sentence, names="value")
-        self.word.observe(self._update, names="value")
-        self._update()
+        self.sentence.observe(self._on_sentence, names="value")  # new words first, then the view
+        self._layout([self.sentence, self.word], watch=[self.word])
 
     def _result(self, sentence: str):
         if sentence not in self._cache:
@@ -123,11 +121,6 @@ class TranslationExplorer:
         self.view.value = (f"<p>translation: {words}{verdict}</p>"
                            f"<p>where <b>{html.escape(target[self.word.value])}</b> looks in the source:</p>"
                            + weight_bars(source, self.weights))
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
 
 def translation_attention(model, corpus, sentence: str, layer: int = -1) -> tuple[list[str], list[str], torch.Tensor]:

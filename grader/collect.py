@@ -1,0 +1,167 @@
+"""Step 1: collect the submissions: find them, name them, read them, rebuild them on the release.
+
+A submission is a folder's ``<student>.ipynb`` or ``<student>_<assignment>.ipynb``, or nbgrader's
+course layout ``submitted/<student>/<assignment>/*.ipynb``. Each is read (an empty file, a file that
+is not JSON or not a notebook is reported and scored 0; an old nbformat is converted) and rebuilt on
+the released notebook: every locked cell comes from the release (an edited, deleted or re-tagged test
+cell is put back and reported), every answer cell from the student, matched by its id.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def find(folder: Path, assignment: str) -> list[tuple[str | None, Path]]:
+    """(student from the layout or None, path) for every submission in ``folder``, sorted."""
+    nested = sorted(folder.glob(f"*/{assignment}/*.ipynb"))
+    if nested:  # nbgrader's layout: the student is the folder's name
+        return [(p.parent.parent.name, p) for p in nested if ".ipynb_checkpoints" not in p.parts]
+    return [(None, p) for p in sorted(folder.glob("*.ipynb"))]
+
+
+@dataclass
+class Submission:
+    student: str
+    source: Path
+    problems: list[str] = field(default_factory=list)
+    graded: bool = False
+    points: dict[str, float] = field(default_factory=dict)
+    score: float = 0.0
+
+    def note(self, text: str) -> None:
+        if text not in self.problems:
+            self.problems.append(text)
+
+
+# ------------------------------------------------------------------ names
+
+
+def student_id(path: Path, assignment: str) -> str:
+    """``José Ñ_04_x.ipynb`` -> ``Jose_N``: ASCII letters, digits, ``-`` and ``_`` only."""
+    stem = path.stem
+    if stem.endswith("_" + assignment):
+        stem = stem[: -len(assignment) - 1]
+    ascii_stem = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode()
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", ascii_stem).strip("_-") or "student"
+
+
+def assign_ids(found: list[tuple[str | None, Path]], assignment: str) -> list[Submission]:
+    """One submission per file; two files of the same student are both kept and both flagged."""
+    subs, by_id = [], {}
+    for named, path in found:
+        base = student_id(Path(named + ".ipynb") if named else path, assignment)
+        sid, n = base, 2
+        while sid in {s.student for s in subs}:
+            sid, n = f"{base}_{n}", n + 1
+        sub = Submission(sid, path)
+        subs.append(sub)
+        by_id.setdefault(base, []).append(sub)
+    for base, group in by_id.items():
+        if len(group) > 1:
+            files = ", ".join(s.source.name for s in group)
+            for s in group:
+                s.note(f"{len(group)} files for {base} ({files}); each graded separately, decide which counts")
+    return subs
+
+
+# ------------------------------------------------------------ preparation
+
+
+def read_notebook(sub: Submission):
+    """The submission as an nbformat-4 notebook, or None with the reason noted."""
+    import nbformat
+
+    raw = sub.source.read_bytes()
+    if not raw.strip():
+        sub.note("empty file")
+        return None
+    try:
+        data = json.loads(raw.decode("utf-8", errors="replace"))
+    except json.JSONDecodeError as exc:
+        sub.note(f"not a notebook: the file is not valid JSON ({exc.msg} at line {exc.lineno})")
+        return None
+    if not isinstance(data, dict) or "cells" not in data and "worksheets" not in data:
+        sub.note("not a notebook: JSON without cells")
+        return None
+    version = data.get("nbformat")
+    try:
+        nb = nbformat.reads(json.dumps(data), as_version=4)
+        nbformat.validate(nb)
+    except Exception as exc:  # noqa: BLE001 - any unreadable file is reported, never fatal
+        sub.note(f"not a valid notebook ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})")
+        return None
+    if version != 4:
+        sub.note(f"old notebook format (nbformat {version}); converted to nbformat 4")
+    return nb
+
+
+def _gid(cell) -> str | None:
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def rebuild(sub: Submission, nb, release):
+    """The release notebook with the student's answers in it: locked cells always from the release."""
+    import nbformat
+
+    student_cells = {}
+    for cell in nb.cells:
+        gid = _gid(cell)
+        if gid and gid not in student_cells:
+            student_cells[gid] = cell
+    release_ids = [_gid(c) for c in release.cells]
+    for cell in release.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        gid = meta.get("grade_id")
+        theirs = student_cells.get(gid)
+        if meta.get("grade") or meta.get("locked"):
+            if theirs is None:
+                if meta.get("grade"):
+                    sub.note(f"test cell {gid} was deleted; the original was put back")
+            elif theirs.get("metadata", {}).get("nbgrader", {}) != meta:
+                sub.note(f"test cell {gid} was re-tagged; the original was put back")
+            elif theirs.source != cell.source and meta.get("grade"):
+                sub.note(f"test cell {gid} was edited; the original was put back")
+    # Cells the student added (helpers, scratch work) keep their place after the cell they followed.
+    extras: dict[str | None, list] = {}
+    anchor = None
+    for cell in nb.cells:
+        gid = _gid(cell)
+        if gid in release_ids:
+            anchor = gid
+        elif cell.cell_type == "code" and cell.source.strip():
+            extras.setdefault(anchor, []).append(cell)
+    out = copy.deepcopy(release)
+    for cell in out.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution") and not meta.get("grade") and _gid(cell) in student_cells:
+            cell.source = student_cells[_gid(cell)].source
+    count = 0
+    for anchor_id, cells in extras.items():
+        new_cells = []
+        for cell in cells:
+            count += 1
+            new_cells.append(nbformat.v4.new_code_cell(cell.source))
+        ids = [_gid(c) for c in out.cells]
+        setup_at = next(i for i, c in enumerate(out.cells) if c.cell_type == "code")
+        at = ids.index(anchor_id) + 1 if anchor_id in ids else setup_at + 1  # unanchored: after the setup cell
+        out.cells[at:at] = new_cells
+    return out
+
+
+def locked_setup(release) -> str:
+    """The locked code cells before the first answer, without IPython magics (the guard runs them)."""
+    parts = []
+    for cell in release.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("solution"):
+            break
+        if cell.cell_type == "code" and meta.get("locked") and not meta.get("grade"):
+            parts.append("\n".join(ln[: len(ln) - len(ln.lstrip())] + "pass" if ln.lstrip().startswith(("%", "!"))
+                                    else ln for ln in cell.source.splitlines()))
+    return "\n".join(parts)

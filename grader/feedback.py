@@ -1,0 +1,122 @@
+"""Step 5: feedback pages a student can act on, which give nothing away and run no student script.
+
+The page is nbgrader's feedback page (its template and its scores from the gradebook) for the
+submission as it ran in the sandbox, with three changes: only text and PNG outputs are kept (so a
+student's HTML or JavaScript never reaches the page, and the page escapes every text), each grade
+cell is followed by what its hidden tests checked and, for each failure, what was wrong in words
+(never the test's code, inputs or reference values), and formulas are typeset by a local MathJax.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import copy
+import html
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+
+from grader.verdicts import Verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+MATHJAX = ROOT / "node_modules" / "mathjax" / "es5"
+
+
+def _png(data) -> bool:
+    try:
+        return base64.b64decode(str(data), validate=True)[:8] == b"\x89PNG\r\n\x1a\n"
+    except (binascii.Error, ValueError):
+        return False
+
+
+def sanitize(output) -> list:
+    """Only plain text and real PNG images, as new outputs with nothing else in them."""
+    kind = output.get("output_type")
+    if kind == "stream":
+        return [nbformat.v4.new_output("stream", name=str(output.get("name", "stdout")), text=str(output.get("text", "")))]
+    if kind == "error":
+        return [nbformat.v4.new_output("error", ename=str(output.get("ename", "")), evalue=str(output.get("evalue", "")),
+                                       traceback=[str(t) for t in output.get("traceback", [])][:60])]
+    data = output.get("data", {})
+    kept = {}
+    if "text/plain" in data:
+        kept["text/plain"] = str(data["text/plain"])
+    if "image/png" in data and _png(data["image/png"]):
+        kept["image/png"] = str(data["image/png"]).replace("\n", "")
+    return [nbformat.v4.new_output("display_data", data=kept)] if kept else []
+
+
+def verdict_html(v: Verdict) -> str:
+    state = "passed" if not v.failures else "failed"
+    colour = "#1a7f37" if not v.failures else "#b42318"
+    head = (f"<p style='margin:0;color:{colour}'><b>Hidden tests: {v.passed} of {v.total} passed "
+            f"({v.points:g} of {v.max_points:g} points).</b></p>")
+    items = "".join(f"<li>{html.escape(f)}</li>" for f in v.failures[:10])
+    more = f"<li>and {len(v.failures) - 10} more</li>" if len(v.failures) > 10 else ""
+    body = f"<ul style='margin:4px 0'>{items}{more}</ul>" if items else ""
+    return (f"<div class='grader-verdict {state}' role='status' style='border-left:4px solid {colour};"
+            f"padding:4px 8px;margin:4px 0'>{head}{body}</div>")
+
+
+def notes_html(problems: list[str], sandboxed: bool) -> str:
+    items = "".join(f"<li>{html.escape(p)}</li>" for p in problems)
+    warn = "" if sandboxed else "<p><b>This submission was graded without a sandbox.</b></p>"
+    if not items and not warn:
+        return ""
+    return (f"<div style='border:2px solid #b42318;padding:8px;margin:8px'><b>Notes from the grader</b>"
+            f"{warn}<ul>{items}</ul></div>")
+
+
+def page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str, student: str, db_url: str,
+         sandboxed: bool = True) -> str:
+    """The feedback page's HTML."""
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.preprocessors import GetGrades
+    from traitlets.config import Config
+
+    nb = copy.deepcopy(nb)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for out in cell.get("outputs", []) for o in sanitize(out)]
+            cell.execution_count = None
+            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+            if cell.metadata.get("nbgrader", {}).get("grade") and gid in verdicts:
+                cell.outputs.append(nbformat.v4.new_output("display_data",
+                                                           data={"text/html": verdict_html(verdicts[gid])}))
+    nbgrader_templates = Path(__import__("nbgrader").__file__).parent / "server_extensions" / "formgrader"
+    c = Config()
+    c.HTMLExporter.template_name = "feedback"
+    c.HTMLExporter.extra_template_basedirs = [str(nbgrader_templates / "templates")]
+    c.HTMLExporter.extra_template_paths = [str(Path(__file__).parent / "templates"),
+                                           str(nbgrader_templates / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
+    c.HTMLExporter.mathjax_url = "_static/mathjax/tex-mml-chtml.js"
+    exporter = HTMLExporter(config=c)
+    exporter.register_preprocessor(GetGrades(), enabled=True)
+    resources = {"nbgrader": {"notebook": assignment, "assignment": assignment, "student": student,
+                              "db_url": db_url}}
+    body, _ = exporter.from_notebook_node(nb, resources=resources)
+    box = notes_html(problems, sandboxed)
+    return re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + box, body, count=1) if box else body
+
+
+def problem_page(student: str, assignment: str, problems: list[str]) -> str:
+    """The page of a submission that could not be graded at all: the reasons."""
+    items = "".join(f"<li>{html.escape(p)}</li>" for p in problems)
+    title = f"{html.escape(assignment)}: {html.escape(student)}"
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{title}</title></head><body>"
+            f"<h1>{title}</h1><p>Notes from the grader:</p><ul>{items}</ul></body></html>")
+
+
+def copy_mathjax(folder: Path) -> bool:
+    """The feedback folder's own MathJax (from the book's assets); False when they are not installed."""
+    target = folder / "_static" / "mathjax"
+    if not MATHJAX.is_dir():
+        return False
+    target.mkdir(parents=True, exist_ok=True)
+    shutil.copy(MATHJAX / "tex-mml-chtml.js", target / "tex-mml-chtml.js")
+    fonts = MATHJAX / "output" / "chtml" / "fonts" / "woff-v2"
+    shutil.copytree(fonts, target / "output" / "chtml" / "fonts" / "woff-v2", dirs_exist_ok=True)
+    return True

@@ -1,0 +1,74 @@
+"""Hidden tests of assignment 04, queries, keys and values (references: PyTorch and arithmetic by hand)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from grader.hidden import Case, calls, reads
+from grader.hidden.judge import first, numbers, tensor, unchanged
+
+ASSIGNMENT = "04_queries_keys_values"
+GRADED = ["ex1_flying_arrows", "ex2_attention", "ex3_causal_mask", "ex4_self_attention"]
+TOL = {"atol": 1e-5, "rtol": 1e-4}
+
+
+def ex1_flying_arrows():
+    x = [[0, 1, 1, 1, 1, 0], [1, 1, 0, -1, -1, 1]]
+    q, keys, values = x[0][0:2], [r[2:4] for r in x], [r[4:6] for r in x]
+    scores = [sum(a * b for a, b in zip(q, k)) / math.sqrt(2) for k in keys]
+    weights = [math.exp(s) / sum(math.exp(t) for t in scores) for s in scores]
+    ref = [sum(w * v[j] for w, v in zip(weights, values)) for j in range(2)]
+    yield Case("flying = [a, b], the output of the head for 'flying' (each within 1e-3)", reads("flying"),
+               lambda got: numbers(got, ref, 1e-3, "flying"))
+
+
+def _returns(ref, names, dims, **tol):
+    """A judge for ``calls``: the result close to ``ref``, and no argument changed in place."""
+    def judge(reply, before):
+        return first(tensor(reply["out"], ref, dims=dims, **tol), unchanged(before, reply["args"], names))
+    return judge
+
+
+def _case(what, name, args, ref, names, dims, **tol):
+    judge = _returns(ref, names, dims, **tol)
+    return Case(what, calls(name, *args), lambda reply: judge(reply, args))
+
+
+def ex2_attention():
+    g = torch.Generator().manual_seed(2024)
+    for shape_q, shape_k, dv in [((1, 1, 3), (1, 1, 3), 2), ((3, 5, 8), (3, 7, 8), 4),
+                                 ((2, 4, 6, 16), (2, 4, 9, 16), 16)]:
+        q, k = torch.randn(*shape_q, generator=g), torch.randn(*shape_k, generator=g)
+        v = torch.randn(*shape_k[:-1], dv, generator=g)
+        dims = ["batch"] * (len(shape_q) - 2) + ["T_q", "d_v"]
+        shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
+        yield _case(f"attention with {shapes}, no mask", "attention", [q, k, v],
+                    F.scaled_dot_product_attention(q, k, v), ["q", "k", "v"], dims, **TOL)
+        mask = torch.rand(*shape_q[:-1], shape_k[-2], generator=g) > 0.5
+        mask[..., -1] = True
+        yield _case(f"attention with {shapes} and a random boolean mask", "attention", [q, k, v, mask],
+                    F.scaled_dot_product_attention(q, k, v, attn_mask=mask), ["q", "k", "v", "mask"], dims, **TOL)
+    q, k, v = (torch.randn(2, 3, 4, generator=g, dtype=torch.float64) for _ in range(3))
+    yield _case("attention on float64 inputs returns float64", "attention", [q, k, v],
+                F.scaled_dot_product_attention(q, k, v), ["q", "k", "v"], ["batch", "T_q", "d_v"], **TOL)
+
+
+def ex3_causal_mask():
+    g = torch.Generator().manual_seed(5)
+    for n in [1, 2, *torch.randint(3, 40, (3,), generator=g).tolist()]:
+        ref = torch.arange(n)[None, :] <= torch.arange(n)[:, None]
+        yield Case(f"causal_mask({n}): a ({n}, {n}) bool tensor, True on and below the diagonal",
+                   calls("causal_mask", n), lambda reply, ref=ref: tensor(reply["out"], ref, dims=["query", "key"]))
+
+
+def ex4_self_attention():
+    g = torch.Generator().manual_seed(77)
+    for b, t, d in [(1, 1, 2), (3, 5, 8), (2, 9, 12)]:
+        x = torch.randn(b, t, d, generator=g)
+        w = [torch.randn(d, d, generator=g) / d ** 0.5 for _ in range(3)]
+        ref = F.scaled_dot_product_attention(x @ w[0], x @ w[1], x @ w[2])
+        yield _case(f"self_attention with x {tuple(x.shape)} and random ({d}, {d}) projections", "self_attention",
+                    [x, *w], ref, ["x", "W_q", "W_k", "W_v"], ["batch", "seq", "d_model"], **TOL)

@@ -1,0 +1,101 @@
+"""Judges: compare a probe's reply with the grader's reference and say, in words, what is wrong.
+
+The messages follow the visible checks: the wrong type, the shape by named dimension, the dtype,
+NaN or infinity, how many values are wrong and where the first one is, a changed input. They never
+show the expected values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from grader.plain import Unplain
+
+
+def _describe(x) -> str:
+    if isinstance(x, Unplain):
+        return f"an object of type {x.kind}"
+    if isinstance(x, torch.Tensor):
+        return f"a tensor of shape {tuple(x.shape)}"
+    if isinstance(x, np.ndarray):
+        return f"an array of shape {x.shape}"
+    return f"a {type(x).__name__}"
+
+
+def _shape(shape, dims) -> str:
+    if dims and len(dims) == len(shape):
+        return "(" + ", ".join(f"{d}={n}" for d, n in zip(dims, shape)) + ")"
+    return str(tuple(shape))
+
+
+def tensor(got, want: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4, dims=None, dtype: bool = True,
+           exact: bool = False) -> str | None:
+    """``got`` must be a tensor of ``want``'s shape (and dtype), close to it (or equal if ``exact``)."""
+    if not isinstance(got, torch.Tensor):
+        return f"expected a tensor, got {_describe(got)}"
+    if tuple(got.shape) != tuple(want.shape):
+        wrong = [d for d, a, b in zip(dims or [], got.shape, want.shape) if a != b] if len(got.shape) == len(want.shape) else []
+        which = f" ({', '.join(wrong)} wrong)" if wrong else ""
+        return f"expected shape {_shape(want.shape, dims)}, got {tuple(got.shape)}{which}"
+    if dtype and got.dtype != want.dtype:
+        return f"expected dtype {want.dtype}, got {got.dtype}"
+    if want.dtype == torch.bool or exact:
+        bad = got != want
+    else:
+        g, w = got.double(), want.double()
+        if not torch.isfinite(g).all():
+            return f"{int((~torch.isfinite(g)).sum())} value(s) are NaN or infinite"
+        bad = (g - w).abs() > atol + rtol * w.abs()
+    if not bool(bad.any()):
+        return None
+    first = tuple(int(i) for i in bad.nonzero()[0])
+    msg = f"{int(bad.sum())} of {bad.numel()} values are wrong (the first at index {first}"
+    if want.dtype != torch.bool and not exact:
+        msg += f", largest error {float((got.double() - want.double()).abs().max()):.3g}"
+    return msg + ")"
+
+
+def number(got, want: float, tol: float = 1e-3, name: str = "the value") -> str | None:
+    """``got`` must be a real number within ``tol`` of ``want``."""
+    if isinstance(got, torch.Tensor) and got.numel() == 1 and not got.dtype.is_complex:
+        got = float(got)
+    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        return f"{name}: expected a number, got {_describe(got)}"
+    if not math.isfinite(got) or abs(got - want) > tol:
+        return f"{name} is wrong (more than {tol:g} off)"
+    return None
+
+
+def numbers(got, want: list[float], tol: float = 1e-3, name: str = "the values") -> str | None:
+    """``got`` must be a list, tuple or 1-D tensor of ``len(want)`` numbers, each within ``tol``."""
+    if isinstance(got, torch.Tensor) and got.dim() == 1:
+        got = got.tolist()
+    if isinstance(got, tuple):
+        got = list(got)
+    if not isinstance(got, list):
+        return f"{name}: expected a list of {len(want)} numbers, got {_describe(got)}"
+    if len(got) != len(want):
+        return f"{name}: expected {len(want)} numbers, got {len(got)}"
+    wrong = [i for i, (g, w) in enumerate(zip(got, want)) if number(g, w, tol) is not None]
+    if wrong:
+        return f"{name}: {len(wrong)} of {len(want)} are wrong (the first at position {wrong[0]})"
+    return None
+
+
+def unchanged(before: list, after: list, names: list[str]) -> str | None:
+    """The inputs a function got must be as they were: it may not change its arguments in place."""
+    for name, a, b in zip(names, before, after):
+        if isinstance(a, torch.Tensor):
+            if not isinstance(b, torch.Tensor) or b.shape != a.shape or not torch.equal(a, b):
+                return f"the input {name} was changed in place; return a new value instead"
+        elif a != b:
+            return f"the input {name} was changed in place; return a new value instead"
+    return None
+
+
+def first(*messages: str | None) -> str | None:
+    """The first problem of several, or None."""
+    return next((m for m in messages if m), None)

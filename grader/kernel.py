@@ -1,0 +1,133 @@
+"""A Jupyter kernel inside the sandbox, driven from outside: execute code, collect outputs, time out.
+
+Nothing the kernel sends is trusted: outputs are kept as data for the feedback page (bounded in
+size), and a kernel that stops answering is interrupted, then killed with everything it started.
+"""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+from jupyter_client import KernelManager
+
+from grader import sandbox
+
+MAX_LINES = 1000          # lines of output kept per cell
+MAX_CHARS = 200_000       # characters of output kept per cell
+READY_S = 60              # to start the kernel and import its libraries
+
+
+class SandboxedKernelManager(KernelManager):
+    """jupyter_client's manager, with the kernel command wrapped in the sandbox."""
+
+    box: Path
+    slot: int = 0
+    limits: sandbox.Limits = sandbox.Limits()
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        inner = super().format_kernel_cmd(extra_arguments)
+        return sandbox.command(self.box, inner, self.slot, self.limits)
+
+
+@dataclass
+class Outcome:
+    outputs: list = field(default_factory=list)
+    status: str = "ok"          # ok, error, timeout, died
+    flooded: bool = False
+    error: str = ""             # "ZeroDivisionError: division by zero"
+
+
+class Kernel:
+    """One sandboxed kernel; ``start`` again after it died or was killed."""
+
+    def __init__(self, box: Path, slot: int, limits: sandbox.Limits | None = None):
+        self.box, self.slot, self.limits = box, slot, limits or sandbox.Limits()
+        self.km: SandboxedKernelManager | None = None
+        self.kc = None
+
+    def start(self) -> None:
+        self.stop()
+        sock = self.box / "sock"
+        sock.mkdir(exist_ok=True)
+        km = SandboxedKernelManager(kernel_name="python3", transport="ipc", ip=str(sock / "k"),
+                                    connection_file=str(sock / "kernel.json"))
+        km.box, km.slot, km.limits = self.box, self.slot, self.limits
+        km.kernel_spec.interrupt_mode = "message"  # a signal would reach bwrap, not the kernel
+        km.start_kernel(cwd=str(self.box), env={"PATH": "/usr/bin:/bin"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.km, self.kc = km, km.client()
+        self.kc.start_channels()
+        self.kc.wait_for_ready(timeout=READY_S)
+
+    def alive(self) -> bool:
+        return self.km is not None and self.km.is_alive()
+
+    def stop(self) -> None:
+        if self.kc is not None:
+            self.kc.stop_channels()
+        if self.km is not None:
+            try:
+                self.km.shutdown_kernel(now=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+        self.km = self.kc = None
+
+    def execute(self, code: str, timeout: float) -> Outcome:
+        """Run ``code``; its outputs, and whether it finished, raised, timed out or killed the kernel."""
+        out = Outcome()
+        if not self.alive():
+            out.status = "died"
+            return out
+        msg_id = self.kc.execute(code, store_history=False, allow_stdin=False)
+        deadline = time.monotonic() + timeout
+        lines = chars = 0
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                out.status = "timeout"
+                self._interrupt(msg_id)
+                return out
+            try:
+                msg = self.kc.get_iopub_msg(timeout=min(left, 0.25))
+            except queue.Empty:
+                if not self.alive():
+                    out.status = "died"
+                    return out
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            kind = msg["msg_type"]
+            if kind == "status" and msg["content"].get("execution_state") == "idle":
+                return out
+            if kind == "clear_output":
+                out.outputs.clear()
+            elif kind in ("stream", "display_data", "execute_result", "error"):
+                node = nbformat.v4.output_from_msg(msg)
+                if kind == "error":
+                    out.status = "error"
+                    out.error = f"{node.ename}: {str(node.evalue).splitlines()[0][:200] if node.evalue else ''}"
+                size = len(str(node.get("text", ""))) + sum(len(str(v)) for v in node.get("data", {}).values())
+                n = str(node.get("text", "")).count("\n")
+                if lines + n > MAX_LINES or chars + size > MAX_CHARS:
+                    out.flooded = True
+                    continue
+                lines, chars = lines + n, chars + size
+                out.outputs.append(node)
+
+    def _interrupt(self, msg_id: str) -> None:
+        """Ask the kernel to stop; kill it if it does not become idle within a few seconds."""
+        try:
+            self.km.interrupt_kernel()
+            end = time.monotonic() + 3
+            while time.monotonic() < end:
+                msg = self.kc.get_iopub_msg(timeout=max(0.05, end - time.monotonic()))
+                if (msg.get("parent_header", {}).get("msg_id") == msg_id and msg["msg_type"] == "status"
+                        and msg["content"].get("execution_state") == "idle"):
+                    return
+        except Exception:  # noqa: BLE001 - no answer: it is killed below
+            pass
+        self.stop()

@@ -1,0 +1,125 @@
+"""One OS sandbox per submission: a bubblewrap (``bwrap``) jail around the student's kernel.
+
+Inside it the kernel sees a read-only system, the Python it runs on, the virtual environment and,
+of the repository, only the ``transformer`` package; a private /tmp and HOME; its own folder
+(``box``, for the kernel's sockets and the grader's questions and answers); no network; its own pid,
+IPC and UTS namespaces, so it cannot see or signal another process, and everything it starts dies
+with it. When the grader runs as root the kernel drops to an unprivileged uid of its own (one per
+worker), so the process limit holds. Limits: address space, processes, file size, CPU seconds.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+import transformer
+
+UNSAFE = "UNSAFE_NO_SANDBOX"
+HOME = "/home/student"
+FIRST_UID = 61000  # root grading: worker n runs its kernels as uid FIRST_UID + n
+
+
+@dataclass
+class Limits:
+    memory_bytes: int = 6 * 2**30     # address space of each process
+    processes: int = 256              # threads count too
+    file_bytes: int = 64 * 2**20      # largest file it may write
+    cpu_seconds: int = 600
+
+
+def unsafe() -> bool:
+    return os.environ.get(UNSAFE, "") not in ("", "0")
+
+
+def why_unavailable() -> str | None:
+    """None when bubblewrap can start a jail here, else what is wrong."""
+    exe = shutil.which("bwrap")
+    if exe is None:
+        return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
+    probe = subprocess.run([exe, *_mounts(), "--unshare-net", "--unshare-pid", "--", sys.executable, "-c", "pass"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"bubblewrap cannot create a sandbox here: {probe.stderr.strip()[:300]}"
+    return None
+
+
+def _parents(path: Path, made: set[str]) -> list[str]:
+    """bwrap makes missing parent folders private (0700); make them 0755 first, so the kernel can pass."""
+    out = []
+    for parent in reversed(path.parents):
+        p = str(parent)
+        if p != "/" and p not in made and not p.startswith(("/usr", "/tmp")):
+            made.add(p)
+            out += ["--perms", "0755", "--dir", p]
+    return out
+
+
+def _mounts() -> list[str]:
+    """The read-only view: system, Python, the virtual environment, the package."""
+    args = ["--ro-bind", "/usr", "/usr"]
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        top = Path("/") / name
+        if top.is_symlink():
+            args += ["--symlink", os.readlink(top), str(top)]
+        elif top.is_dir():
+            args += ["--ro-bind", str(top), str(top)]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--perms", "0755", "--tmpfs", "/home"]
+    made: set[str] = set()
+    package = Path(transformer.__file__).resolve().parent
+    roots = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), package,
+             Path(sysconfig.get_paths()["stdlib"]).resolve()}
+    for root in sorted(roots, key=lambda p: len(p.parts)):
+        if any(root != r and r in root.parents for r in roots) or str(root).startswith("/usr/"):
+            continue  # inside another root, or in /usr already
+        args += _parents(root, made) + ["--ro-bind", str(root), str(root)]
+    if Path(sys.prefix).resolve() != Path(sys.prefix):  # the venv's own path, if it is a link
+        args += _parents(Path(sys.prefix), made) + ["--ro-bind", str(Path(sys.prefix).resolve()), sys.prefix]
+    return args
+
+
+def command(box: Path, inner: list[str], slot: int, limits: Limits) -> list[str]:
+    """The argv that runs ``inner`` in a fresh sandbox with ``box`` writable."""
+    if unsafe():
+        return ["prlimit", *_prlimits(limits, root=False), "--", *inner]
+    env = {"HOME": HOME, "IPYTHONDIR": f"{HOME}/.ipython", "MPLCONFIGDIR": f"{HOME}/.matplotlib",
+           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
+           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), "MPLBACKEND": "Agg",
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    root = os.geteuid() == 0
+    args = ["bwrap", *_mounts(), "--perms", "0777", "--dir", HOME,
+            *_parents(box, set()), "--bind", str(box), str(box),
+            "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--hostname", "sandbox", "--die-with-parent", "--new-session", "--chdir", HOME, "--clearenv"]
+    for k, v in env.items():
+        args += ["--setenv", k, v]
+    if root:  # drop to an unprivileged uid inside, so limits on processes apply
+        uid = FIRST_UID + slot
+        for path in [box, *box.rglob("*")]:
+            os.chown(path, uid, uid, follow_symlinks=False)
+        args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
+                 "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
+                 "--bounding-set=-all"]
+    else:
+        args += ["--"]
+    return ["prlimit", *_prlimits(limits, root), "--", *args, *inner]
+
+
+def _prlimits(limits: Limits, root: bool) -> list[str]:
+    nproc = limits.processes
+    if not root:  # the count is per user: leave room for what this user already runs
+        nproc += sum(1 for p in Path("/proc").iterdir() if p.name.isdigit() and _owned(p))
+    return [f"--as={limits.memory_bytes}", f"--nproc={nproc}", f"--fsize={limits.file_bytes}",
+            f"--cpu={limits.cpu_seconds}", "--core=0"]
+
+
+def _owned(p: Path) -> bool:
+    try:
+        return p.stat().st_uid == os.getuid()
+    except OSError:
+        return False

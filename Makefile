@@ -10,13 +10,13 @@ NOTEBOOKS := $(wildcard notebooks/*.ipynb)
 PYTEST_WORKERS ?= 2
 export PYTHONHASHSEED := 0
 
-.PHONY: help env browser book test test-fast nbval notebooks exercises lab grade bench clean
+.PHONY: help env system book test test-fast nbval notebooks exercises lab grade bench clean
 
 help:
 	@echo "make book    create $(VENV), build the HTML book, print where it is"
 	@echo "make test    create $(VENV), run every check (package, notebooks, exercises, grading, book)"
 	@echo "make lab     open JupyterLab here: the chapters in notebooks/, the exercises in exercises/"
-	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder> [JOBS=n]   grade a folder of <student>.ipynb"
+	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder> [JOBS=n]   grade a folder of <student>.ipynb, each in a sandbox"
 	@echo "make bench   time the package against PyTorch; writes _build/bench/results.json"
 	@echo "make notebooks   re-execute the chapters and store their outputs (authors only)"
 	@echo "make exercises   regenerate exercises/ from solutions/ with nbgrader (authors only)"
@@ -33,11 +33,14 @@ $(ASSETS_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund --silent
 	@touch $@
 
-# Debian's Chromium for the browser test; installed when missing and we may (root, as in CI).
-browser:
-	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && \
-		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; } || \
-		echo "warning: chromium is missing; the browser test will fail (apt-get install chromium)"
+# Debian's packages: Chromium for the browser test, bubblewrap for the grader's sandbox. Installed when
+# missing and we may (root, as in CI); otherwise a warning says what to install.
+SYSTEM_PACKAGES := chromium:chromium bwrap:bubblewrap
+system:
+	@missing=""; for pair in $(SYSTEM_PACKAGES); do command -v $${pair%%:*} >/dev/null 2>&1 || missing="$$missing $${pair#*:}"; done; \
+	[ -z "$$missing" ] || { [ "$$(id -u)" = 0 ] && \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; }; } || \
+		echo "warning: missing$$missing; install with: apt-get install$$missing"
 
 env: $(ENV_STAMP) $(ASSETS_STAMP)
 
@@ -52,7 +55,7 @@ book: $(ENV_STAMP) $(ASSETS_STAMP)
 NBVAL := -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env \
 	--nbval-sanitize-with tests/sanitize.cfg notebooks solutions
 
-test: $(ENV_STAMP) $(ASSETS_STAMP) browser
+test: $(ENV_STAMP) $(ASSETS_STAMP) system
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile tests
 	OMP_NUM_THREADS=1 $(PY) $(NBVAL)
 	OMP_NUM_THREADS=2 $(PY) $(NBVAL)
@@ -75,10 +78,11 @@ lab: $(ENV_STAMP)
 bench: $(ENV_STAMP) $(ASSETS_STAMP)
 	$(PY) benchmarks/bench.py
 
-grade: $(ENV_STAMP)
+# Each submission runs in its own bubblewrap sandbox (see book/instructors.md).
+grade: $(ENV_STAMP) $(ASSETS_STAMP) system
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }
-	$(PY) tools/grade.py "$(ASSIGNMENT)" "$(SUBMISSIONS)" $(if $(JOBS),--jobs "$(JOBS)")
+	$(PY) -m grader "$(ASSIGNMENT)" "$(SUBMISSIONS)" $(if $(JOBS),--jobs "$(JOBS)")
 
 clean:
 	rm -rf _build grading

@@ -83,14 +83,21 @@ def _mounts() -> list[str]:
     return args
 
 
+def environment(home: str = HOME) -> dict[str, str]:
+    """The kernel's whole environment: nothing of the grader's own."""
+    return {"HOME": home, "IPYTHONDIR": f"{home}/.ipython", "MPLCONFIGDIR": f"{home}/.matplotlib",
+            "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
+            "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
 def command(box: Path, inner: list[str], slot: int, limits: Limits) -> list[str]:
     """The argv that runs ``inner`` in a fresh sandbox with ``box`` writable."""
-    if unsafe():
-        return ["prlimit", *_prlimits(limits, root=False), "--", *inner]
-    env = {"HOME": HOME, "IPYTHONDIR": f"{HOME}/.ipython", "MPLCONFIGDIR": f"{HOME}/.matplotlib",
-           "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
-           "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1"), "MPLBACKEND": "Agg",
-           "PYTHONDONTWRITEBYTECODE": "1"}
+    if unsafe():  # the same environment and limits, but the grader's own view of the machine
+        home = box / "home"
+        home.mkdir(exist_ok=True)
+        env = [f"{k}={v}" for k, v in environment(str(home)).items()]
+        return ["env", "-i", *env, "prlimit", *_prlimits(limits, root=False), "--", *inner]
+    env = environment()
     root = os.geteuid() == 0
     args = ["bwrap", *_mounts(), "--perms", "0777", "--dir", HOME,
             *_parents(box, set()), "--bind", str(box), str(box),

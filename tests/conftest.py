@@ -15,8 +15,7 @@ import torch
 torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
-from grade import locked_setup as setup_source  # noqa: E402 - the grader's own definition of the setup cells
+from grader.collect import locked_setup as setup_source  # noqa: E402 - the grader's own definition of the setup cells
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
 
 

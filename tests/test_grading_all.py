@@ -21,7 +21,7 @@ def test_solutions_earn_everything_and_blanks_nothing(assignment, tmp_path):
     subs.mkdir()
     nbformat.write(make_submission(assignment), subs / "solved.ipynb")
     nbformat.write(make_submission(assignment, solved=False), subs / "blank.ipynb")
-    proc = subprocess.run([sys.executable, "tools/grade.py", assignment, str(subs), "--out", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "grader", assignment, str(subs), "--out", str(out)],
                           cwd=ROOT, env=venv_env(), capture_output=True, text=True, timeout=900)
     with open(out / assignment / "grades.csv", newline="", encoding="utf-8") as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}
@@ -29,4 +29,4 @@ def test_solutions_earn_everything_and_blanks_nothing(assignment, tmp_path):
     solved, blank = rows["solved"], rows["blank"]
     assert float(solved["score"]) == float(solved["max_score"]) > 0, solved
     assert float(blank["score"]) == 0, blank
-    assert solved["problems"] == blank["problems"] == ""
+    assert solved["problems"] == blank["problems"] == solved["sandbox"] == solved["flags"] == ""

@@ -1,12 +1,13 @@
-"""The hidden tests can fail: each one rejects wrong answers from the bank, not only the visible check.
+"""The hidden tests decide right from wrong, outside the kernel: each passes the solution and rejects
+the bank's wrong answers (``tests/bank``), through the same plain-data round trip as in grading.
 
-Each grade cell's hidden block is run (as nbgrader would: after the setup cell and the earlier,
-correct answers) against every wrong answer for the answer cell it judges.
+The probes run here in this process on a namespace built like the student's kernel (the setup cell,
+the earlier correct answers, then the answer under test); their replies go through ``grader.plain``
+(files, ``.npy`` without pickle) and are judged by ``grader.verdicts``.
 """
 
 from __future__ import annotations
 
-import re
 import signal
 
 import nbformat
@@ -14,10 +15,11 @@ import pytest
 
 from bank import CHECKS, WRONG
 from conftest import notebook_path, setup_source
+from grader import hidden, plain
+from grader.run import read_reply
+from grader.verdicts import judge_cell
 
-HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS\n(.*?)### END HIDDEN TESTS", re.S)
-# Wrong answers may make PyTorch warn (a variance over one element); that is part of being wrong.
-pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # a wrong answer may make PyTorch warn
 LIMIT = 20  # seconds; an answer that runs longer fails, as a cell stopped by the grader's timeout would
 
 
@@ -29,77 +31,124 @@ def _alarm(signum, frame):
     raise TimedOut()
 
 
-def judged_by(assignment: str) -> dict[str, tuple[str, str, str]]:
-    """answer cell -> (setup source, visible part, hidden part) of the grade cell that follows it."""
+def graded_by(assignment: str) -> dict[str, str]:
+    """answer cell -> the grade cell that judges it (the next grade cell)."""
     nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
-    setup = setup_source(nb)
     out, pending = {}, None
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution") and cell.cell_type == "code":
             pending = meta["grade_id"]
         elif meta.get("grade") and pending:
-            hidden = HIDDEN.search(cell.source)
-            visible = HIDDEN.sub("", cell.source)
-            out[pending] = (setup, visible, hidden.group(1) if hidden else "")
-            pending = None
+            out[pending], pending = meta["grade_id"], None
     return out
 
 
-def answers_before(assignment: str, cell: str) -> list[str]:
+def answers(assignment: str) -> list[tuple[str, str]]:
     nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
-    out = []
-    for c in nb.cells:
-        meta = c.metadata.get("nbgrader", {})
-        if meta.get("solution") and c.cell_type == "code":
-            if meta["grade_id"] == cell:
-                break
-            out.append(c.source)
-    return out
+    return [(c.metadata["nbgrader"]["grade_id"], c.source) for c in nb.cells
+            if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"]
 
 
-def rejects(assignment: str, cell: str, answer: str, part: str) -> bool:
-    setup, visible, hidden = judged_by(assignment)[cell]
+def namespace(assignment: str, cell: str, answer: str) -> dict:
+    """The student's namespace: setup, the correct answers before ``cell``, then ``answer``."""
+    nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
     ns: dict = {}
-    exec(compile(setup, "<setup>", "exec"), ns)
-    for src in answers_before(assignment, cell):
+    exec(compile(setup_source(nb), "<setup>", "exec"), ns)
+    for gid, src in answers(assignment):
+        if gid == cell:
+            break
         exec(compile(src, "<earlier>", "exec"), ns)
+    exec(compile(answer, "<answer>", "exec"), ns)
+    return ns
+
+
+def verdict(assignment: str, cell: str, answer: str, tmp_path):
+    """The verdict of the grade cell that judges ``cell`` when ``answer`` is written there."""
+    gid = graded_by(assignment)[cell]
+    cases = hidden.cases(assignment)[gid]
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(LIMIT)
+    replies = []
     try:
-        exec(compile(answer, "<answer>", "exec"), ns)
-        exec(compile(visible if part == "visible" else hidden, f"<{part}>", "exec"), ns)
-    except Exception:  # noqa: BLE001 - any failure is a rejection, as in nbgrader
-        return True
+        try:
+            ns = namespace(assignment, cell, answer)
+        except Exception as exc:  # noqa: BLE001 - an answer that raises when defined answers nothing
+            return judge_cell(cases, [("error", repr(exc))] * len(cases), 1.0)
+        for i, case in enumerate(cases):
+            there = tmp_path / f"{gid}-{i}"
+            there.mkdir()
+            sent = plain.encode({"probe": case.request.probe, "inputs": case.request.inputs}, there)
+            request = plain.decode(sent, str(there), tensors=True)
+            try:
+                value = hidden.PROBES[request["probe"]](ns, **request["inputs"])
+                tree = {"ok": plain.encode(value, there)}
+            except TimedOut:
+                tree = {"error": "TimedOut"}
+            except Exception as exc:  # noqa: BLE001 - the probe reports it, as in the kernel
+                tree = {"error": f"{type(exc).__name__}: {exc}"}
+            import json
+            (there / "reply.json").write_text(json.dumps(tree))
+            replies.append(read_reply(there))
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-    return False
+    return judge_cell(cases, replies, 1.0)
 
 
 CELLS = [(a, c) for a, cells in WRONG.items() for c in cells]
 
 
 @pytest.mark.parametrize("assignment,cell", CELLS, ids=[f"{a[:2]}-{c}" for a, c in CELLS])
-def test_every_hidden_block_exists_and_passes_the_solution(assignment, cell):
-    setup, visible, hidden = judged_by(assignment)[cell]
-    assert hidden.strip(), f"{cell}: its grade cell has no hidden tests"
-    solution = next(c.source for c in nbformat.read(notebook_path("solutions", assignment), as_version=4).cells
-                    if c.metadata.get("nbgrader", {}).get("grade_id") == cell)
-    assert not rejects(assignment, cell, solution, "hidden")
+def test_hidden_tests_pass_the_solution(assignment, cell, tmp_path):
+    gid = graded_by(assignment)[cell]
+    assert hidden.cases(assignment)[gid], f"{gid}: no hidden tests"
+    solution = dict(answers(assignment))[cell]
+    result = verdict(assignment, cell, solution, tmp_path)
+    assert not result.failures, result.failures
 
 
 @pytest.mark.parametrize("assignment,cell", CELLS, ids=[f"{a[:2]}-{c}" for a, c in CELLS])
-def test_hidden_tests_reject_wrong_answers(assignment, cell):
+def test_hidden_tests_reject_wrong_answers(assignment, cell, tmp_path):
     wrong = WRONG[assignment][cell]
-    caught = [mistake for mistake, src, _ in wrong if rejects(assignment, cell, src, "hidden")]
+    caught = []
+    for i, (mistake, src, _hint) in enumerate(wrong):
+        sub = tmp_path / str(i)
+        sub.mkdir()
+        if verdict(assignment, cell, src, sub).failures:
+            caught.append(mistake)
     assert caught, f"{cell}: the hidden tests accept every wrong answer in the bank"
     known = [mistake for mistake, src, hint in wrong if hint and mistake not in caught]
     assert not known, f"{cell}: the hidden tests accept these known mistakes: {known}"
 
 
+def test_every_grade_cell_has_hidden_tests():
+    import conftest
+    for assignment in conftest.ASSIGNMENTS:
+        nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
+        graded = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        module = hidden.module_for(assignment)
+        assert module.GRADED == graded, assignment
+        assert module.ASSIGNMENT == assignment
+
+
+def test_hidden_tests_never_appear_in_the_notebooks():
+    """One place for each hidden test: the grader's module, not a block in the solution notebook."""
+    import conftest
+    for assignment in conftest.ASSIGNMENTS:
+        text = notebook_path("solutions", assignment).read_text()
+        assert "BEGIN HIDDEN TESTS" not in text, assignment
+
+
 @pytest.mark.parametrize("assignment,cell", CELLS, ids=[f"{a[:2]}-{c}" for a, c in CELLS])
 def test_visible_check_rejects_wrong_answers(assignment, cell):
     assert cell in CHECKS[assignment]
-    caught = [m for m, src, _ in WRONG[assignment][cell] if rejects(assignment, cell, src, "visible")]
+    check, name = CHECKS[assignment][cell]
+    caught = []
+    for mistake, src, _ in WRONG[assignment][cell]:
+        try:
+            ns = namespace(assignment, cell, src)
+            exec(f"{check}({name})", ns)
+        except Exception:  # noqa: BLE001 - any failure is a rejection
+            caught.append(mistake)
     assert caught, f"{cell}: the visible check accepts every wrong answer in the bank"

@@ -1,0 +1,291 @@
+"""Hidden tests of assignment 01, tokenization (references: byte-pair counting and merging written out here)."""
+
+from __future__ import annotations
+
+import torch
+
+from grader.hidden import Case, Request, calls, probe, reads
+from grader.hidden.judge import first, unchanged
+from grader.plain import Unplain
+
+ASSIGNMENT = "01_tokenization"
+GRADED = ["ex1_tokens_by_hand", "ex2_count_pairs", "ex3_merge_pair", "ex4_word_tokenizer"]
+SPECIALS = ["<pad>", "<sos>", "<eos>", "<unk>"]
+
+
+def _kind(x) -> str:
+    if isinstance(x, Unplain):
+        return f"an object of type {x.kind}"
+    if isinstance(x, torch.Tensor):
+        return f"a tensor of shape {tuple(x.shape)}"
+    return f"a {type(x).__name__}"
+
+
+def _ids(got, want: list[int], name: str, kinds=(list, tuple)) -> str | None:
+    """``got`` must be a list (or tuple, where ``kinds`` allows it) of int ids equal to ``want``."""
+    if not isinstance(got, kinds):
+        return f"{name}: expected a list of int ids, got {_kind(got)}"
+    if any(isinstance(i, bool) or not isinstance(i, int) for i in got):
+        bad = next(i for i in got if isinstance(i, bool) or not isinstance(i, int))
+        return f"{name}: expected a list of int ids, but it holds {_kind(bad)}"
+    if len(got) != len(want):
+        return f"{name}: expected {len(want)} ids, got {len(got)}"
+    wrong = [i for i, (a, b) in enumerate(zip(got, want)) if a != b]
+    if wrong:
+        return f"{name}: {len(wrong)} of {len(want)} ids are wrong (the first at position {wrong[0]})"
+    return None
+
+
+def _text(got, want: str, name: str) -> str | None:
+    if not isinstance(got, str):
+        return f"{name}: expected a str, got {_kind(got)}"
+    if " ".join(got.split()) != want:
+        return f"{name} is wrong"
+    return None
+
+
+def _key(key: str, check):
+    def judge(got):
+        if not isinstance(got, dict):
+            return f"answers: expected a dict, got {_kind(got)}"
+        if key not in got:
+            return f"answers is missing the key {key!r}"
+        return check(got[key])
+    return judge
+
+
+def ex1_tokens_by_hand():
+    itos = ["<pad>", "<sos>", "<eos>", "<unk>", "a", "an", "apple", "ate", "I", "pear", "you"]
+    stoi = {t: i for i, t in enumerate(itos)}
+    apple = [stoi[t] for t in "<sos> I ate an apple <eos>".split()]
+    banana = [1] + [stoi.get(w, 3) for w in "you ate a banana".split()] + [2]
+    text = " ".join(itos[i] for i in [1, 10, 7, 4, 9, 2, 0, 0] if i > 3)
+    yield Case("answers['ids_apple'], the ids of the tokens <sos> I ate an apple <eos> (exact)", reads("answers"),
+               _key("ids_apple", lambda got: _ids(got, apple, "ids_apple")))
+    yield Case("answers['ids_banana'], what encode gives for 'you ate a banana' (exact)", reads("answers"),
+               _key("ids_banana", lambda got: _ids(got, banana, "ids_banana")))
+    yield Case("answers['text'], what decode gives for the ids of the exercise (exact, single spaces)",
+               reads("answers"), _key("text", lambda got: _text(got, text, "text")))
+
+
+@probe
+def a01_call_each(user, name, arglists):
+    """``name(*args)`` for every ``args`` of ``arglists``: the results and the arguments after each call."""
+    fn = user[name]
+    replies = []
+    for args in arglists:
+        args = list(args)
+        out = fn(*args)
+        replies.append({"out": out, "args": args})
+    return replies
+
+
+def _tuple_keys(got, what: str, size: int | None = None) -> str | None:
+    """``got`` must be a dict whose keys are tuples of str (of ``size`` symbols if given)."""
+    if not isinstance(got, dict):
+        return f"expected a dict from {what} to counts, got {_kind(got)}"
+    for key in got:
+        if not isinstance(key, tuple) or not all(isinstance(s, str) for s in key):
+            return f"a key is {_kind(key)}; the keys are {what}, as tuples of symbols (str)"
+        if size is not None and len(key) != size:
+            return f"a key holds {len(key)} symbols; the keys are {what}, tuples (a, b)"
+    for value in got.values():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return f"a value is {_kind(value)}; expected a count (an int)"
+    return None
+
+
+def _same_counts(got: dict, want: dict, item: str) -> str | None:
+    """How ``got`` differs from ``want`` (the counts of ``item`` s), in numbers of keys only."""
+    missing = [k for k in want if k not in got]
+    extra = [k for k in got if k not in want]
+    wrong = [k for k in want if k in got and got[k] != want[k]]
+    problems = []
+    if wrong:
+        problems.append(f"{len(wrong)} of {len(want)} {item}s have the wrong count")
+    if missing:
+        problems.append(f"{len(missing)} {item}(s) that should be there are missing")
+    if extra:
+        problems.append(f"{len(extra)} {item}(s) should not be there")
+    return "; ".join(problems) or None
+
+
+def _pair_counts(words: dict) -> dict:
+    out = {}
+    for word, freq in words.items():
+        for i in range(len(word) - 1):
+            out[(word[i], word[i + 1])] = out.get((word[i], word[i + 1]), 0) + freq
+    return out
+
+
+def _random_words(g, symbols, count_range, length_range) -> dict:
+    words = {}
+    for _ in range(int(torch.randint(*count_range, (1,), generator=g))):
+        length = int(torch.randint(*length_range, (1,), generator=g))
+        word = tuple(symbols[int(i)] for i in torch.randint(0, len(symbols), (length,), generator=g))
+        words[word] = words.get(word, 0) + int(torch.randint(1, 10, (1,), generator=g))
+    return words
+
+
+def _count_judge(vocabularies):
+    def judge(replies):
+        if not isinstance(replies, list) or len(replies) != len(vocabularies):
+            return "no answer for every vocabulary"
+        for n, (reply, words) in enumerate(zip(replies, vocabularies), 1):
+            got = reply["out"]
+            problem = _tuple_keys(got, "pairs of neighbouring symbols", 2)
+            if not problem:
+                problem = _same_counts({k: v for k, v in got.items() if v}, _pair_counts(words), "pair")
+            problem = first(problem, unchanged([words], reply["args"], ["words"]))
+            if problem:
+                return f"vocabulary {n} of {len(vocabularies)}: {problem}"
+        return None
+    return judge
+
+
+def ex2_count_pairs():
+    g = torch.Generator().manual_seed(1994)
+    symbols = ["a", "b", "c", "ab", "bc", "abc"]
+    vocabularies = [_random_words(g, symbols, (1, 8), (1, 7)) for _ in range(6)]
+    yield Case("count_pairs on 6 random vocabularies of the symbols a, b, c, ab, bc, abc (words of 1 to 6 symbols, "
+               "exact counts, the input unchanged)",
+               Request("a01_call_each", {"name": "count_pairs", "arglists": [[w] for w in vocabularies]}),
+               _count_judge(vocabularies))
+
+
+def _merged(pair, words: dict) -> dict:
+    """One BPE merge, written out: left to right, every occurrence, frequencies of equal words added."""
+    out = {}
+    for word, freq in words.items():
+        symbols, skip = [], False
+        for i, s in enumerate(word):
+            if skip:
+                skip = False
+            elif i + 1 < len(word) and (s, word[i + 1]) == tuple(pair):
+                symbols.append(s + word[i + 1])
+                skip = True
+            else:
+                symbols.append(s)
+        out[tuple(symbols)] = out.get(tuple(symbols), 0) + freq
+    return out
+
+
+def _merge_problem(reply, pair, words) -> str | None:
+    got = reply["out"]
+    problem = _tuple_keys(got, "words")
+    if not problem:
+        problem = _same_counts(got, _merged(pair, words), "word")
+    return first(problem, unchanged([pair, words], reply["args"], ["pair", "words"]))
+
+
+def ex3_merge_pair():
+    fixed = [("the example of the exercise (a pair that occurs twice in one word)",
+              ("a", "n"), {("b", "a", "n", "a", "n", "a"): 3, ("n", "a", "n"): 2}),
+             ("a pair of two equal symbols, in runs of three and five", ("a", "a"),
+              {("a", "a", "a"): 1, ("a", "a", "a", "a", "a"): 4}),
+             ("a merge that makes a word that is already there", ("x", "y"),
+              {("x", "y"): 2, ("xy",): 5, ("x", "y", "xy"): 1}),
+             ("symbols that only match in part", ("e", "r"), {("n", "e", "w", "er"): 2, ("ne", "r"): 1})]
+    for words_, pair, words in fixed:
+        yield Case(f"merge_pair on {words_} (exact, the input unchanged)", calls("merge_pair", pair, words),
+                   lambda reply, pair=pair, words=words: _merge_problem(reply, pair, words))
+    g = torch.Generator().manual_seed(2016)
+    symbols = ["a", "b", "ab"]
+    cases = []
+    for _ in range(30):
+        words = _random_words(g, symbols, (1, 6), (2, 8))
+        head = next(iter(words))
+        at = int(torch.randint(0, len(head) - 1, (1,), generator=g))
+        cases.append(((head[at], head[at + 1]), words))   # a pair that occurs
+
+    def judge(replies):
+        if not isinstance(replies, list) or len(replies) != len(cases):
+            return "no answer for every vocabulary"
+        for n, (reply, (pair, words)) in enumerate(zip(replies, cases), 1):
+            problem = _merge_problem(reply, pair, words)
+            if problem:
+                return f"vocabulary {n} of {len(cases)}: {problem}"
+        return None
+    yield Case("merge_pair on 30 random vocabularies of the symbols a, b, ab, with a pair that occurs "
+               "(exact, the input unchanged)",
+               Request("a01_call_each", {"name": "merge_pair", "arglists": [list(c) for c in cases]}), judge)
+
+
+@probe
+def a01_tokenizer(user, texts, text=None, ids=None):
+    """WordLevelTokenizer(texts): its itos and stoi, or ``encode(text)``, ``decode(ids)`` and
+    ``decode(ids + [0, 0])`` (two <pad> at the end)."""
+    tok = user["WordLevelTokenizer"](list(texts))
+    if text is None:
+        return {"itos": list(tok.itos) if hasattr(tok, "itos") else None,
+                "stoi": dict(tok.stoi) if hasattr(tok, "stoi") else None}
+    return {"encode": tok.encode(text), "decode": tok.decode(list(ids)), "padded": tok.decode(list(ids) + [0, 0])}
+
+
+def _vocabulary_judge(itos):
+    stoi = {w: i for i, w in enumerate(itos)}
+
+    def judge(reply):
+        got = reply["itos"]
+        if got is None:
+            return "the tokenizer is missing the attribute itos"
+        if list(got[:4]) != SPECIALS:
+            return "itos must start with the four special tokens <pad>, <sos>, <eos>, <unk>, in that order"
+        if len(got) != len(set(map(str, got))):
+            return "itos holds a token more than once; every word comes once"
+        if len(got) < len(itos):
+            return "itos is missing words of the texts"
+        if len(got) > len(itos):
+            return "itos holds tokens that are not words of the texts"
+        wrong = [i for i, (a, b) in enumerate(zip(got, itos)) if a != b]
+        if wrong:
+            return (f"{len(wrong)} of {len(itos)} tokens of itos are in the wrong place (the first at id {wrong[0]}): "
+                    "the words come in the order of their first appearance")
+        got = reply["stoi"]
+        if got is None:
+            return "the tokenizer is missing the attribute stoi"
+        if got != stoi:
+            return "stoi must map every token of itos to its id, and nothing else"
+        return None
+    return judge
+
+
+def _sentence_judge(ids, text):
+    def judge(reply):
+        return first(_ids(reply["encode"], ids, "encode", list), _text_exact(reply["decode"], text, "decode"),
+                     _text_exact(reply["padded"], text, "decode with two <pad> at the end"))
+    return judge
+
+
+def _text_exact(got, want, name):
+    if not isinstance(got, str):
+        return f"{name}: expected a str, got {_kind(got)}"
+    if got != want:
+        return f"{name} is wrong (the words of the vocabulary, joined by single spaces, without the special tokens)"
+    return None
+
+
+def ex4_word_tokenizer():
+    g = torch.Generator().manual_seed(42)
+    pool = ["I", "you", "we", "ate", "cooked", "an", "a", "the", "apple", "pear", "soup", "cake", "fresh", "and",
+            "then"]
+
+    def sentence(n):
+        return " ".join(pool[int(i)] for i in torch.randint(0, len(pool), (n,), generator=g))
+
+    texts = [sentence(int(torch.randint(1, 7, (1,), generator=g))) for _ in range(6)]
+    itos = list(SPECIALS)
+    for t in texts:
+        for w in t.split():
+            if w not in itos:
+                itos.append(w)
+    yield Case("WordLevelTokenizer on 6 random sentences: its itos and stoi",
+               Request("a01_tokenizer", {"texts": texts}), _vocabulary_judge(itos))
+    for words, t in [("a random sentence of 5 words", sentence(5)), ("a random sentence of 1 word", sentence(1)),
+                     ("a sentence with two words that are not in the vocabulary", "banana and cheese"),
+                     ("the empty sentence", "")]:
+        ids = [1] + [itos.index(w) if w in itos else 3 for w in t.split()] + [2]
+        text = " ".join(w for w in t.split() if w in itos[4:])
+        yield Case(f"WordLevelTokenizer on the same sentences: encode of {words}, and decode of its ids "
+                   "(with and without <pad> at the end)",
+                   Request("a01_tokenizer", {"texts": texts, "text": t, "ids": ids}), _sentence_judge(ids, text))

@@ -1,0 +1,210 @@
+"""Hidden tests of assignment 02, embeddings (references: torch.nn.functional.embedding and arithmetic by hand)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from grader.hidden import Case, Request, calls, probe, reads
+from grader.hidden.judge import first, tensor, unchanged
+from grader.plain import Unplain
+
+ASSIGNMENT = "02_embeddings"
+GRADED = ["ex1_one_hot_by_hand", "ex2_rms_scales", "ex3_embed_one_hot", "ex4_embedding_module"]
+TOL = {"atol": 1e-5, "rtol": 1e-5}
+
+
+def _kind(x) -> str:
+    if isinstance(x, Unplain):
+        return f"an object of type {x.kind}"
+    if isinstance(x, torch.Tensor):
+        return f"a tensor of shape {tuple(x.shape)}"
+    return f"a {type(x).__name__}"
+
+
+def _real(x) -> float | None:
+    """A plain float from an int, a float or a one-element tensor or array; None for anything else."""
+    if isinstance(x, (torch.Tensor, np.ndarray)):
+        kind = str(x.dtype)
+        if x.size == 1 if isinstance(x, np.ndarray) else x.numel() == 1:
+            x = x.item() if "bool" not in kind and "complex" not in kind else None
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return float(x)
+
+
+def _listed(x):
+    """A tensor or array as nested lists; a tuple as a list; anything else as it is."""
+    if isinstance(x, (torch.Tensor, np.ndarray)):
+        return x.tolist()
+    return list(x) if isinstance(x, tuple) else x
+
+
+def _rows_judge(want: list[list[float]], tol: float):
+    """``got`` must be ``len(want)`` rows of ``len(want[0])`` numbers, each within ``tol`` of ``want``."""
+    def judge(got):
+        rows = _listed(got)
+        if not isinstance(rows, list):
+            return f"X: expected a list of rows, got {_kind(got)}"
+        if len(rows) != len(want):
+            return f"X: expected {len(want)} rows (one per token), got {len(rows)}"
+        wrong, first_at = 0, None
+        for t, (row, ref) in enumerate(zip(rows, want)):
+            row = _listed(row)
+            if not isinstance(row, list):
+                return f"X: row {t} should be a list of {len(ref)} numbers, got {_kind(row)}"
+            if len(row) != len(ref):
+                return f"X: expected {len(ref)} numbers in each row (one per column of E), got {len(row)} in row {t}"
+            for j, (a, b) in enumerate(zip(row, ref)):
+                a = _real(a)
+                if a is None:
+                    return f"X: row {t} holds something that is not a number"
+                if not math.isfinite(a) or abs(a - b) > tol:
+                    wrong += 1
+                    first_at = first_at or (t, j)
+        if wrong:
+            return f"X: {wrong} of {len(want) * len(want[0])} numbers are wrong (the first at row {first_at[0]}, " \
+                   f"column {first_at[1]})"
+        return None
+    return judge
+
+
+def ex1_one_hot_by_hand():
+    E = [[1, 0, 2], [0, 3, 1], [2, 2, 0], [1, -1, 4], [0, 1, -2]]
+    w = [3, 1, 4, 3]
+    O = [[1 if v == t else 0 for v in range(5)] for t in w]   # one-hot rows
+    ref = [[sum(O[t][v] * E[v][j] for v in range(5)) for j in range(3)] for t in range(4)]
+    yield Case("X, the one-hot matrix of 'the cat saw the' times E (4 rows of 3 numbers, each within 1e-6)",
+               reads("X"), _rows_judge(ref, 1e-6))
+
+
+def _scales_judge(want: list[float], rtol: float):
+    names = ["a (the RMS of a one-hot vector)", "b (the size of an output-matrix entry)",
+             "c (the factor of the tied lookup)"]
+
+    def judge(got):
+        values = _listed(got)
+        if not isinstance(values, list):
+            return f"scales: expected a list of {len(want)} numbers, got {_kind(got)}"
+        if len(values) != len(want):
+            return f"scales: expected {len(want)} numbers [a, b, c], got {len(values)}"
+        for name, a, b in zip(names, values, want):
+            a = _real(a)
+            if a is None:
+                return f"scales: {name} is not a number"
+            if not math.isfinite(a) or abs(a - b) > rtol * b:
+                return f"scales: {name} is wrong (more than a relative {rtol:g} off)"
+        return None
+    return judge
+
+
+def ex2_rms_scales():
+    one_hot = [0.0] * 32000
+    one_hot[17] = 1.0
+    a = (sum(x * x for x in one_hot) / len(one_hot)) ** 0.5
+    b = (1 / 1000) ** 0.5
+    c = 1 / b
+    yield Case("scales = [a, b, c] for 32,000 tokens and d_model = 1000 (each within a relative 1e-3)",
+               reads("scales"), _scales_judge([a, b, c], 1e-3))
+
+
+def _returns(args, ref, names, dims, **tol):
+    """A judge for ``calls``: the result close to ``ref`` (same dtype), and no argument changed in place."""
+    def judge(reply):
+        return first(tensor(reply["out"], ref, dims=dims, **tol), unchanged(args, reply["args"], names))
+    return judge
+
+
+def ex3_embed_one_hot():
+    g = torch.Generator().manual_seed(202)
+    seq_dims = {1: ["seq"], 2: ["batch", "seq"], 3: ["batch", "block", "seq"]}
+    for shape, V, d in [((1,), 3, 2), ((3, 7), 50, 8), ((2, 2, 5), 1000, 16)]:
+        E = torch.randn(V, d, generator=g)
+        ids = torch.randint(0, V, shape, generator=g)
+        args = [ids, E]
+        yield Case(f"embed_one_hot with random ids of shape {shape} and a random E ({V}, {d})",
+                   calls("embed_one_hot", *args),
+                   _returns(args, F.embedding(ids, E), ["ids", "E"], seq_dims[len(shape)] + ["d"], **TOL))
+    E64 = torch.randn(6, 4, generator=g, dtype=torch.float64)
+    ids = torch.tensor([5, 0])
+    args = [ids, E64]
+    yield Case("embed_one_hot with a float64 E (6, 4) returns float64", calls("embed_one_hot", *args),
+               _returns(args, F.embedding(ids, E64), ["ids", "E"], ["seq", "d"], **TOL))
+
+
+@probe
+def a02_embedding(user, vocab_size, d_model, weight, ids):
+    """Embedding(vocab_size, d_model): its parameters, then its output on ``ids`` with ``weight`` copied in."""
+    import torch
+    module = user["Embedding"](vocab_size, d_model)
+    if not isinstance(module, torch.nn.Module):
+        return {"module": False, "kind": type(module).__name__}
+    params = [[name, list(p.shape)] for name, p in module.named_parameters()]
+    if [shape for _, shape in params] != [[vocab_size, d_model]]:
+        return {"module": True, "params": params}
+    with torch.no_grad():
+        module.weight.copy_(weight)
+        out = module(ids)
+    return {"module": True, "params": params, "out": out}
+
+
+@probe
+def a02_embedding_init(user, vocab_size, d_model, seed):
+    """The initial weight of Embedding(vocab_size, d_model), after torch.manual_seed(seed)."""
+    import torch
+    torch.manual_seed(seed)
+    return user["Embedding"](vocab_size, d_model).weight.detach()
+
+
+def _module_judge(V, d, ref):
+    def judge(reply):
+        if not reply.get("module"):
+            return f"expected an instance of a torch.nn.Module subclass, got an object of type {reply.get('kind')}"
+        shapes = [tuple(shape) for _, shape in reply["params"]]
+        if not shapes:
+            return "the module has no parameters: wrap the weight in torch.nn.Parameter(...)"
+        if shapes != [(V, d)]:
+            return (f"expected one parameter, the weight of shape (vocab_size={V}, d_model={d}), got parameters of "
+                    f"shapes {shapes}")
+        problem = tensor(reply["out"], ref, dims=["batch", "seq", "d_model"], **TOL)
+        return f"the output: {problem}" if problem else None
+    return judge
+
+
+def _init_judge(d_model):
+    target = 1 / math.sqrt(d_model)
+
+    def judge(got):
+        if not isinstance(got, torch.Tensor):
+            return f"weight: expected a tensor, got {_kind(got)}"
+        w = got.double()
+        if not bool(torch.isfinite(w).all()):
+            return "weight: some entries are NaN or infinite"
+        mean, std = float(w.mean()), float(w.std())
+        if abs(mean) >= 0.01:
+            return "the entries of the initial weight are not centred on 0"
+        if abs(std / target - 1) >= 0.05:
+            return "the standard deviation of the initial weight is more than 5% off 1/sqrt(d_model)"
+        z = (w - w.mean()) / w.std()
+        if abs(float((z ** 4).mean()) - 3) > 0.3:   # a normal distribution's kurtosis is 3 (a uniform one's 1.8)
+            return "the entries of the initial weight are not drawn from a normal distribution (torch.randn)"
+        return None
+    return judge
+
+
+def ex4_embedding_module():
+    g = torch.Generator().manual_seed(404)
+    for V, d in [(7, 2), (30, 16), (100, 36)]:
+        weight = torch.randn(V, d, generator=g)
+        ids = torch.randint(0, V, (3, 9), generator=g)
+        ref = F.embedding(ids, weight) * d ** 0.5
+        yield Case(f"Embedding({V}, {d}): one parameter (vocab_size, d_model); with random weights copied in, "
+                   f"its output on random ids of shape (3, 9)",
+                   Request("a02_embedding", {"vocab_size": V, "d_model": d, "weight": weight, "ids": ids}),
+                   _module_judge(V, d, ref))
+    yield Case("the initial weight of Embedding(4000, 100): mean about 0 (within 0.01), standard deviation within 5% "
+               "of 1/sqrt(d_model), normally distributed",
+               Request("a02_embedding_init", {"vocab_size": 4000, "d_model": 100, "seed": 1}), _init_judge(100))

@@ -1,0 +1,197 @@
+"""Hidden tests of assignment 03, positional encodings (references: the formulas written out here, complex numbers)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from grader.hidden import Case, Request, calls, probe, reads
+from grader.hidden.judge import first, numbers, tensor, unchanged
+from grader.plain import Unplain
+
+ASSIGNMENT = "03_positional_encodings"
+GRADED = ["ex1_table_entries", "ex2_shift_matrix", "ex3_rope", "ex4_relative_bias_softmax", "ex5_sinusoidal_module"]
+TOL = {"atol": 1e-5, "rtol": 1e-5}
+
+
+def _kind(x) -> str:
+    if isinstance(x, Unplain):
+        return f"an object of type {x.kind}"
+    if isinstance(x, torch.Tensor):
+        return f"a tensor of shape {tuple(x.shape)}"
+    return f"a {type(x).__name__}"
+
+
+def _P(pos: int, j: int, d: int) -> float:
+    """Entry (pos, j) of the sinusoidal table: pair j // 2, sine in even columns, cosine in odd ones."""
+    angle = pos / 10000 ** (2 * (j // 2) / d)
+    return math.sin(angle) if j % 2 == 0 else math.cos(angle)
+
+
+def _floats(got):
+    """A tensor, array or (nested) list of numbers as a float64 tensor; None if it is none of these."""
+    if isinstance(got, torch.Tensor):
+        return None if got.dtype == torch.bool or got.dtype.is_complex else got.detach().double()
+    if isinstance(got, (np.ndarray, list, tuple)):
+        try:
+            arr = np.asarray(got, dtype=np.float64)
+        except (TypeError, ValueError):
+            return None
+        return torch.from_numpy(arr)
+    return None
+
+
+def _close(got, want: torch.Tensor, dims, name: str, **tol) -> str | None:
+    """``got`` (a tensor, or an array or list of numbers; any float dtype) close to ``want``."""
+    t = _floats(got)
+    if t is None:
+        return f"{name}: expected a tensor, got {_kind(got)}"
+    problem = tensor(t, want.double(), dims=dims, dtype=False, **tol)
+    return f"{name}: {problem}" if problem else None
+
+
+def ex1_table_entries():
+    want = [_P(1, 0, 5), _P(2, 1, 5), _P(3, 2, 5), _P(4, 3, 5)]
+    yield Case("entries = [P[1, 0], P[2, 1], P[3, 2], P[4, 3]] of the d_model = 5 table (each within 1e-3)",
+               reads("entries"), lambda got: numbers(got, want, 1e-3, "entries"))
+
+
+def _shift(c: int, d: int) -> torch.Tensor:
+    """M_c, written out: per pair i, the 2 x 2 block that moves (sin t w, cos t w) to (sin (t+c) w, cos (t+c) w)."""
+    M = torch.zeros(d, d, dtype=torch.float64)
+    for i in range(d // 2):
+        a = c / 10000 ** (2 * i / d)
+        M[2 * i, 2 * i], M[2 * i, 2 * i + 1] = math.cos(a), math.sin(a)
+        M[2 * i + 1, 2 * i], M[2 * i + 1, 2 * i + 1] = -math.sin(a), math.cos(a)
+    return M
+
+
+def _shift_judge(c: int, d: int):
+    rows = {t: torch.tensor([_P(t, j, d) for j in range(d)], dtype=torch.float64) for t in (7, 12, 30, 7 + c, 12 + c,
+                                                                                             30 + c)}
+    eye = torch.eye(d, dtype=torch.float64)
+
+    def judge(reply):
+        M = _floats(reply["out"])
+        if M is None:
+            return f"expected a float tensor, got {_kind(reply['out'])}"
+        problem = tensor(M, _shift(c, d), dims=["row", "column"], dtype=False, **TOL)
+        if problem:
+            return problem
+        if tensor(M.T @ M, eye, dtype=False, atol=1e-5, rtol=0.0):
+            return "M_c does not preserve lengths (M_c^T M_c is not the identity)"
+        if any(tensor(M @ rows[t], rows[t + c], dtype=False, atol=1e-5, rtol=0.0) for t in (7, 12, 30)):
+            return "M_c P_t is not P_(t+c)"
+        return None
+    return judge
+
+
+def ex2_shift_matrix():
+    g = torch.Generator().manual_seed(33)
+    for _ in range(4):
+        d = 2 * int(torch.randint(1, 9, (1,), generator=g))
+        c = int(torch.randint(-6, 7, (1,), generator=g))
+        yield Case(f"shift_matrix(c, {d}) for a random offset c between -6 and 6: M_c, and M_c P_t = P_(t+c)",
+                   calls("shift_matrix", c, d), _shift_judge(c, d))
+
+
+def _rope(x: torch.Tensor, t: int) -> torch.Tensor:
+    """RoPE as complex multiplication: pair (a, b) is a + ib, multiplied by e^(i t omega_j)."""
+    d = x.shape[0]
+    omega = 10000 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    z = torch.view_as_complex(x.double().reshape(-1, 2).contiguous()) * torch.polar(torch.ones_like(omega), t * omega)
+    return torch.view_as_real(z).flatten()
+
+
+@probe
+def a03_rope_pairs(user, q, k, positions, offset):
+    """``[rope(q, t), rope(k, t - offset)]`` for every ``t`` of ``positions``."""
+    rope = user["rope"]
+    return [[rope(q.clone(), t), rope(k.clone(), t - offset)] for t in positions]
+
+
+def _relative_judge(q, k, positions, offset):
+    def judge(replies):
+        if not isinstance(replies, list) or len(replies) != len(positions):
+            return "no answer for every position"
+        scores = []
+        for t, (rq, rk) in zip(positions, replies):
+            a, b = _floats(rq), _floats(rk)
+            if a is None or b is None or tuple(a.shape) != (q.shape[0],) or tuple(b.shape) != (k.shape[0],):
+                return f"rope: expected a tensor of shape (d={q.shape[0]},), got {_kind(rq if a is None else rk)}"
+            if not bool(torch.isfinite(a).all() and torch.isfinite(b).all()):
+                return "rope returned NaN or infinite values"
+            scores.append(float(a @ b))
+        if max(scores) - min(scores) >= 1e-4:
+            return "the score <rope(q, t), rope(k, t - 5)> changes when t moves (more than 1e-4)"
+        return None
+    return judge
+
+
+def ex3_rope():
+    g = torch.Generator().manual_seed(303)
+    for d, t in [(2, 1), (4, 9), (16, 40), (64, 123)]:
+        x = torch.randn(d, generator=g)
+        args = [x, t]
+        yield Case(f"rope of a random vector of size {d} at position {t}", calls("rope", *args),
+                   lambda reply, x=x, t=t, args=args: first(_close(reply["out"], _rope(x, t), ["d"], "the output", **TOL),
+                                                            unchanged(args, reply["args"], ["x", "t"])))
+    q, k = torch.randn(32, generator=g), torch.randn(32, generator=g)
+    positions = [5, 17, 60]
+    yield Case("the relative property: <rope(q, t), rope(k, t - 5)> for random q and k of size 32 at t = 5, 17, 60 "
+               "(equal within 1e-4)",
+               Request("a03_rope_pairs", {"q": q, "k": k, "positions": positions, "offset": 5}),
+               _relative_judge(q, k, positions, 5))
+
+
+def ex4_relative_bias_softmax():
+    g = torch.Generator().manual_seed(44)
+    for T, t in [(1, 0), (3, 1), (8, 7), (10, 0)]:
+        s = torch.randn(T, generator=g)
+        b = torch.randn(2 * T - 1, generator=g)
+        e = [math.exp(float(s[i]) + float(b[T - 1 + t - i])) for i in range(T)]
+        want = torch.tensor([v / sum(e) for v in e], dtype=torch.float64)
+        args = [s, b, t]
+        yield Case(f"relative_bias_softmax with random scores ({T},) and bias ({2 * T - 1},), query at position {t}",
+                   calls("relative_bias_softmax", *args),
+                   lambda reply, want=want, args=args: first(
+                       _close(reply["out"], want, ["key"], "the weights", **TOL),
+                       unchanged(args, reply["args"], ["scores", "bias", "t"])))
+
+
+@probe
+def a03_sinusoidal(user, d_model, max_len, x):
+    """SinusoidalPositionalEncoding(d_model, max_len): its trainable parameters, its buffers, and its output on x."""
+    import torch
+    module = user["SinusoidalPositionalEncoding"](d_model, max_len)
+    if not isinstance(module, torch.nn.Module):
+        return {"module": False, "kind": type(module).__name__}
+    trainable = [name for name, p in module.named_parameters() if p.requires_grad]
+    buffers = [name for name, _ in module.named_buffers()]
+    return {"module": True, "trainable": trainable, "buffers": buffers, "out": module(x.clone())}
+
+
+def _sinusoidal_judge(ref):
+    def judge(reply):
+        if not reply.get("module"):
+            return f"expected an instance of a torch.nn.Module subclass, got an object of type {reply.get('kind')}"
+        if reply["trainable"]:
+            return (f"the table is fixed, but the module has {len(reply['trainable'])} trainable parameter(s): "
+                    "store it with self.register_buffer('table', ...)")
+        if "table" not in reply["buffers"]:
+            return "the module has no buffer named table: store it with self.register_buffer('table', ...)"
+        problem = tensor(reply["out"], ref, dims=["batch", "seq", "d_model"], **TOL)
+        return f"the output: {problem}" if problem else None
+    return judge
+
+
+def ex5_sinusoidal_module():
+    g = torch.Generator().manual_seed(55)
+    for d, L, seq in [(1, 3, 3), (7, 30, 12), (32, 100, 100), (9, 16, 1)]:
+        x = torch.randn(3, seq, d, generator=g)
+        table = torch.tensor([[_P(p, j, d) for j in range(d)] for p in range(seq)])
+        yield Case(f"SinusoidalPositionalEncoding({d}, max_len={L}) on a random x of shape (3, {seq}, {d}): "
+                   "no trainable parameters, a buffer named table, and the output",
+                   Request("a03_sinusoidal", {"d_model": d, "max_len": L, "x": x}), _sinusoidal_judge(x + table))

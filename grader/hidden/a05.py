@@ -1,0 +1,181 @@
+"""Hidden tests of assignment 05, multi-head attention (references: PyTorch's nn.MultiheadAttention and slicing)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from grader.hidden import Case, Request, calls, probe, reads
+from grader.hidden.judge import _describe, first, tensor, unchanged
+
+ASSIGNMENT = "05_multi_head_attention"
+GRADED = ["ex1_head_arithmetic", "ex2_split_heads", "ex3_merge_heads", "ex4_multihead_attention"]
+TOL = {"atol": 1e-5, "rtol": 1e-4}
+PROJECTIONS = ("w_q", "w_k", "w_v", "w_o")
+
+
+# --------------------------------------------------------------------------- exercise 1
+
+def _as_int(x):
+    """``x`` as an int if it is a whole number (int, integral float, one-element tensor), else None."""
+    if isinstance(x, torch.Tensor) and x.numel() == 1 and not x.dtype.is_complex or \
+            isinstance(x, np.ndarray) and x.size == 1:
+        x = x.item()
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    return int(x) if float(x).is_integer() else None
+
+
+def _size_judge(key: str, want):
+    """A judge of ``sizes[key]``: a whole number (``want`` an int) or a shape, a tuple of ints."""
+    def judge(got):
+        if not isinstance(got, dict):
+            return f"expected sizes to be a dict, got {_describe(got)}"
+        if key not in got:
+            return f"sizes is missing the key {key!r}"
+        value = got[key]
+        if isinstance(want, int):
+            n = _as_int(value)
+            if n is None:
+                return f"expected a whole number, got {_describe(value)}"
+            return None if n == want else "the number is wrong"
+        if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 1:
+            value = value.tolist()
+        if not isinstance(value, (tuple, list)) or any(_as_int(s) is None for s in value):
+            return f"expected a shape as a tuple of ints, e.g. (2, 3), got {_describe(value)}"
+        shape = tuple(_as_int(s) for s in value)
+        if len(shape) != len(want):
+            return f"expected {len(want)} dimensions, got {len(shape)}"
+        wrong = [str(i) for i, (a, b) in enumerate(zip(shape, want)) if a != b]
+        return f"the size of dimension {', '.join(wrong)} is wrong" if wrong else None
+    return judge
+
+
+def ex1_head_arithmetic():
+    d, h, b, t = 768, 12, 4, 9
+    d_h = d // h
+    with torch.device("meta"):  # count the parameters of PyTorch's own layer, without allocating it
+        n_params = sum(p.numel() for p in torch.nn.MultiheadAttention(d, h, batch_first=True).parameters())
+    want = {"d_h": (d_h, "the size of each head's queries, keys and values"),
+            "n_params": (n_params, "the number of parameters (weights and biases of W^Q, W^K, W^V and W^O)"),
+            "Q": ((b, t, d), "the shape of Q = x W^Q, before the split into heads"),
+            "Q_heads": ((b, h, t, d_h), "the shape of Q after the split into heads"),
+            "weights": ((b, h, t, t), "the shape of the attention weights of all heads"),
+            "head_outputs": ((b, h, t, d_h), "the shape of the heads' outputs before the merge"),
+            "concat": ((b, t, d), "the shape after concatenating the heads"),
+            "output": ((b, t, d), "the shape of the layer's output, after W^O")}
+    for key, (ref, text) in want.items():
+        yield Case(f"sizes[{key!r}], {text}, for BERT-base (d_model 768, 12 heads) on a (4, 9, 768) batch",
+                   reads("sizes"), _size_judge(key, ref))
+
+
+# --------------------------------------------------------------------------- exercises 2 and 3
+
+def _returns(ref, names, dims, args, **tol):
+    """A judge for ``calls``: the result equal (or close) to ``ref``, and no argument changed in place."""
+    def judge(reply):
+        return first(tensor(reply["out"], ref, dims=dims, **tol), unchanged(args, reply["args"], names))
+    return judge
+
+
+def _split(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Head i holds the neighbouring features i*d_h ... (i+1)*d_h - 1: written out with slices."""
+    d_h = x.shape[-1] // n_heads
+    return torch.stack([x[:, :, i * d_h:(i + 1) * d_h] for i in range(n_heads)], dim=1)
+
+
+def ex2_split_heads():
+    g = torch.Generator().manual_seed(11)
+    for b, t, h, d_h in [(1, 1, 1, 1), (2, 7, 4, 3), (3, 5, 8, 2), (1, 4, 2, 6)]:
+        x = torch.randn(b, t, h * d_h, generator=g)
+        yield Case(f"split_heads(x, {h}) with x of shape {tuple(x.shape)}: head i holds features "
+                   f"i*d_h ... (i+1)*d_h - 1 (exact)", calls("split_heads", x, h),
+                   _returns(_split(x, h), ["x", "n_heads"], ["batch", "heads", "seq", "d_h"], [x, h], exact=True))
+
+
+def ex3_merge_heads():
+    g = torch.Generator().manual_seed(12)
+    for b, h, t, d_h in [(1, 1, 1, 1), (2, 4, 7, 3), (3, 8, 5, 2), (1, 2, 4, 6)]:
+        x = torch.randn(b, h, t, d_h, generator=g)
+        ref = torch.cat([x[:, i] for i in range(h)], dim=-1)
+        dims = ["batch", "seq", "d_model"]
+        yield Case(f"merge_heads(x) with x of shape {tuple(x.shape)}: the heads concatenated in head order (exact)",
+                   calls("merge_heads", x), _returns(ref, ["x"], dims, [x], exact=True))
+        y = torch.randn(b, t, h * d_h, generator=g)
+        split = _split(y, h)
+        yield Case(f"merge_heads(split_heads(y, {h})) with y of shape {tuple(y.shape)} gives y back (exact)",
+                   calls("merge_heads", split), _returns(y, ["x"], dims, [split], exact=True))
+
+
+# --------------------------------------------------------------------------- exercise 4
+
+@probe
+def a05_multihead(user, d_model, n_heads, weights, x, memory=None):
+    """MultiHeadAttention(d_model, n_heads) with ``weights`` copied in, on ``x`` (and ``memory``)."""
+    import torch
+    module = user["MultiHeadAttention"](d_model, n_heads)
+    params = {name: tuple(int(s) for s in p.shape) for name, p in module.named_parameters()}
+    reply = {"params": params, "n_params": sum(int(p.numel()) for p in module.parameters()), "out": None}
+    if any(params.get(name) != tuple(int(s) for s in w.shape) for name, w in weights.items()):
+        return reply
+    with torch.no_grad():
+        for name, w in weights.items():
+            module.get_parameter(name).copy_(w)
+        reply["out"] = module(x) if memory is None else module(x, memory)
+    return reply
+
+
+def _structure(reply, d: int, n_ref: int) -> str | None:
+    """The four projections nn.Linear(d_model, d_model) with a bias, and no other parameters."""
+    params = reply["params"]
+    for lin in PROJECTIONS:
+        if f"{lin}.weight" not in params:
+            return (f"self.{lin} is missing: expected four nn.Linear(d_model, d_model) with a bias, named "
+                    f"w_q, w_k, w_v and w_o")
+        if tuple(params[f"{lin}.weight"]) != (d, d):
+            return f"self.{lin}: expected nn.Linear({d}, {d}), got a weight of shape {tuple(params[f'{lin}.weight'])}"
+        if f"{lin}.bias" not in params:
+            return f"self.{lin} has no bias: each projection is an nn.Linear with a bias"
+        if tuple(params[f"{lin}.bias"]) != (d,):
+            return f"self.{lin}.bias: expected shape ({d},), got {tuple(params[f'{lin}.bias'])}"
+    if reply["n_params"] != n_ref:
+        return (f"expected only the parameters of four nn.Linear(d_model, d_model) layers with biases (as many as "
+                f"nn.MultiheadAttention(d_model, n_heads) has), got {reply['n_params']} parameters")
+    return None
+
+
+def _mha_judge(ref: torch.Tensor, d: int, n_ref: int):
+    def judge(reply):
+        return first(_structure(reply, d, n_ref), tensor(reply["out"], ref, dims=["batch", "T_q", "d_model"], **TOL))
+    return judge
+
+
+def ex4_multihead_attention():
+    g = torch.Generator().manual_seed(99)
+    for d, h, t_q, t_k in [(8, 1, 3, 3), (24, 6, 4, 9), (32, 8, 6, 2)]:
+        with torch.random.fork_rng(devices=[]):  # PyTorch's default initialisation, seeded, without side effects
+            torch.manual_seed(d)
+            theirs = torch.nn.MultiheadAttention(d, h, batch_first=True).eval()
+        with torch.no_grad():
+            theirs.in_proj_bias.normal_(generator=g)
+            theirs.out_proj.bias.normal_(generator=g)
+        x = torch.randn(2, t_q, d, generator=g)
+        memory = torch.randn(2, t_k, d, generator=g)
+        ws, bs = theirs.in_proj_weight.detach().chunk(3), theirs.in_proj_bias.detach().chunk(3)
+        weights = {}
+        for lin, w, b in zip(PROJECTIONS, (*ws, theirs.out_proj.weight.detach()),
+                             (*bs, theirs.out_proj.bias.detach())):
+            weights[f"{lin}.weight"], weights[f"{lin}.bias"] = w.clone(), b.clone()
+        n_ref = sum(p.numel() for p in theirs.parameters())
+        with torch.no_grad():
+            ref_self = theirs(x, x, x, need_weights=False)[0]
+            ref_cross = theirs(x, memory, memory, need_weights=False)[0]
+        yield Case(f"MultiHeadAttention({d}, {h}) with PyTorch's weights, self-attention on x of shape "
+                   f"{tuple(x.shape)}",
+                   Request("a05_multihead", {"d_model": d, "n_heads": h, "weights": weights, "x": x}),
+                   _mha_judge(ref_self, d, n_ref))
+        yield Case(f"MultiHeadAttention({d}, {h}) with PyTorch's weights, cross-attention from x of shape "
+                   f"{tuple(x.shape)} to memory of shape {tuple(memory.shape)}",
+                   Request("a05_multihead", {"d_model": d, "n_heads": h, "weights": weights, "x": x,
+                                             "memory": memory}),
+                   _mha_judge(ref_cross, d, n_ref))

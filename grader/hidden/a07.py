@@ -1,0 +1,184 @@
+"""Hidden tests of assignment 07, masking (references: arithmetic by hand, slicing, comparisons and
+``F.scaled_dot_product_attention`` with autograd)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from grader.hidden import Case, Request, calls, probe, reads
+from grader.hidden.judge import _describe, first, numbers, tensor, unchanged
+
+ASSIGNMENT = "07_masking"
+GRADED = ["ex1_masked_row", "ex2_causal_by_hand", "ex3_teacher_forcing", "ex4_padding_mask",
+          "ex5_causal_padding_mask", "ex6_masked_attention"]
+TOL = {"atol": 1e-5, "rtol": 1e-4}
+GRAD_TOL = {"atol": 1e-4, "rtol": 1e-3}  # the old hidden test only asked for finite gradients
+
+
+def _named(name: str, problem: str | None) -> str | None:
+    return f"{name}: {problem}" if problem else None
+
+
+def _kind(x) -> str:
+    """``_describe``, with the length of a tuple or list."""
+    return f"a {type(x).__name__} of length {len(x)}" if isinstance(x, (tuple, list)) else _describe(x)
+
+
+# --------------------------------------------------------------------------- exercises 1 and 2 (by hand)
+
+def ex1_masked_row():
+    allowed = [2.0, 1.0]  # the scores [2, 1, -inf, -inf]: e^-inf = 0, so only the first two share the weight
+    den = sum(math.exp(s) for s in allowed)
+    ref = [math.exp(s) / den for s in allowed] + [0.0, 0.0]
+
+    def judge(got):
+        if isinstance(got, np.ndarray):
+            got = got.tolist()
+        return numbers(got, ref, 1e-3, "weights")
+    yield Case("weights, the softmax of the masked score row [2, 1, -inf, -inf] (4 numbers, each within 1e-3)",
+               reads("weights"), judge)
+
+
+def _flag(x):
+    """An entry of a mask written by hand as a bool: True/False or 1/0, else None."""
+    if isinstance(x, torch.Tensor) and x.numel() == 1 or isinstance(x, np.ndarray) and x.size == 1:
+        x = x.item()
+    if isinstance(x, bool):
+        return x
+    if isinstance(x, (int, float)) and x in (0, 1):
+        return bool(x)
+    return None
+
+
+def ex2_causal_by_hand():
+    n = 4
+    ref = [[j <= i for j in range(n)] for i in range(n)]
+
+    def judge(got):
+        rows = got.tolist() if isinstance(got, (torch.Tensor, np.ndarray)) and got.ndim == 2 else got
+        if not isinstance(rows, (list, tuple)) or not all(isinstance(r, (list, tuple)) for r in rows):
+            return f"expected a nested list of {n} rows of {n} entries, got {_describe(got)}"
+        if len(rows) != n or any(len(r) != n for r in rows):
+            return f"expected {n} rows of {n} entries, got {len(rows)} row(s) of lengths {[len(r) for r in rows]}"
+        flags = [[_flag(x) for x in r] for r in rows]
+        if any(f is None for r in flags for f in r):
+            return "write each entry as True/False (or 1/0)"
+        wrong = sum(f != w for fr, wr in zip(flags, ref) for f, w in zip(fr, wr))
+        # which entries are wrong is not said: for a 4 x 4 mask written by hand it would give the answer away
+        return f"{wrong} of {n * n} entries are wrong" if wrong else None
+    yield Case("allowed, the 4 x 4 causal mask of a decoder written by hand (True = may attend, exact)",
+               reads("allowed"), judge)
+
+
+# --------------------------------------------------------------------------- exercise 3
+
+def ex3_teacher_forcing():
+    g = torch.Generator().manual_seed(11)
+    for b, t in [(1, 2), (3, 7), (4, 12)]:
+        tgt = torch.randint(0, 50, (b, t), generator=g)
+        dec_in, labels = tgt[:, :-1].clone(), tgt[:, 1:].clone()
+
+        def judge(reply, tgt=tgt, dec_in=dec_in, labels=labels):
+            out = reply["out"]
+            if not isinstance(out, (tuple, list)) or len(out) != 2:
+                return f"expected a pair (decoder_input, labels), got {_kind(out)}"
+            dims = ["batch", "seq"]
+            return first(_named("decoder input", tensor(out[0], dec_in, dims=dims, exact=True)),
+                         _named("labels", tensor(out[1], labels, dims=dims, exact=True)),
+                         unchanged([tgt], reply["args"], ["tgt"]))
+        yield Case(f"teacher_forcing(tgt) with random token ids tgt of shape {(b, t)} and dtype {tgt.dtype}: "
+                   f"(decoder_input, labels), both {(b, t - 1)} in tgt's dtype (exact)",
+                   calls("teacher_forcing", tgt), judge)
+
+
+# --------------------------------------------------------------------------- exercises 4 and 5
+
+def _mask_case(what, name, ids, pad, ref, dims):
+    def judge(reply):
+        return first(tensor(reply["out"], ref, dims=dims), unchanged([ids, pad], reply["args"], ["ids", "pad_id"]))
+    return Case(what, calls(name, ids, pad), judge)
+
+
+def ex4_padding_mask():
+    g = torch.Generator().manual_seed(21)
+    for b, t, pad in [(1, 1, 0), (3, 6, 0), (4, 9, 7)]:
+        ids = torch.randint(0, 10, (b, t), generator=g)
+        ref = (ids != pad)[:, None, :]
+        yield _mask_case(f"padding_mask(ids, {pad}) with random ids of shape {(b, t)}: a ({b}, 1, {t}) bool "
+                         f"tensor, True at the real tokens (exact)", "padding_mask", ids, pad, ref,
+                         ["batch", "query", "key"])
+
+
+def ex5_causal_padding_mask():
+    g = torch.Generator().manual_seed(31)
+    for b, t, pad in [(1, 1, 0), (2, 5, 0), (3, 8, 4)]:
+        ids = torch.randint(0, 6, (b, t), generator=g)
+        causal = torch.arange(t)[None, :] <= torch.arange(t)[:, None]  # [q, j]: key j not after query q
+        ref = causal[None, :, :] & (ids != pad)[:, None, :]  # ... and key j not padding
+        yield _mask_case(f"causal_padding_mask(ids, {pad}) with random ids of shape {(b, t)}: a ({b}, {t}, {t}) "
+                         f"bool tensor, True where the key is not in the future and not padding (exact)",
+                         "causal_padding_mask", ids, pad, ref, ["batch", "T_q", "T_k"])
+
+
+# --------------------------------------------------------------------------- exercise 6
+
+@probe
+def a07_masked_attention(user, q, k, v, mask, grad_weights):
+    """masked_attention on leaves q, k, v; the output, the gradients of sum(out * grad_weights), the inputs after."""
+    import torch
+    leaves = [t.clone().requires_grad_() for t in (q, k, v)]
+    given = mask.clone()
+    out = user["masked_attention"](*leaves, given)
+    grads = None
+    if isinstance(out, torch.Tensor) and out.requires_grad and tuple(out.shape) == tuple(grad_weights.shape):
+        (out * grad_weights).sum().backward()
+        grads = [t.grad for t in leaves]
+    return {"out": out, "grads": grads, "args": [t.detach() for t in leaves] + [given]}
+
+
+def ex6_masked_attention():
+    g = torch.Generator().manual_seed(41)
+    for shape_q, shape_k, dv in [((2, 4, 8), (2, 6, 8), 5), ((2, 3, 5, 4), (2, 3, 5, 4), 4),
+                                 ((1, 1, 2), (1, 1, 2), 1)]:
+        q = torch.randn(*shape_q, generator=g).requires_grad_()
+        k = torch.randn(*shape_k, generator=g).requires_grad_()
+        v = torch.randn(*shape_k[:-1], dv, generator=g).requires_grad_()
+        mask = torch.rand(*shape_q[:-1], shape_k[-2], generator=g) > 0.6
+        mask[..., 0, :] = False  # the first query of every sequence sees nothing
+        empty = ~mask.any(dim=-1, keepdim=True)
+        ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | empty).masked_fill(empty, 0.0)
+        weights = torch.randn(ref.shape, generator=g)
+        (ref * weights).sum().backward()
+        ref_grads = [t.grad.clone() for t in (q, k, v)]
+        ref = ref.detach()
+        inputs = [q.detach(), k.detach(), v.detach(), mask]
+        dims = ["batch", "heads", "T_q", "d_v"] if len(shape_q) == 4 else ["batch", "T_q", "d_v"]
+        shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)} and a random mask in which the " \
+                 f"first query of every sequence may attend to no key"
+        request = Request("a07_masked_attention", {"q": inputs[0], "k": inputs[1], "v": inputs[2], "mask": mask,
+                                                   "grad_weights": weights})
+
+        def output(reply, ref=ref, dims=dims, inputs=inputs):
+            return first(tensor(reply["out"], ref, dims=dims, **TOL),
+                         unchanged(inputs, reply["args"], ["q", "k", "v", "mask"]))
+
+        def gradients(reply, ref=ref, dims=dims, ref_grads=ref_grads):
+            out = reply["out"]
+            if not isinstance(out, torch.Tensor) or tuple(out.shape) != tuple(ref.shape):
+                return tensor(out, ref, dims=dims)  # no backward pass through an output of the wrong shape
+            if reply["grads"] is None:
+                return "the output does not depend on q, k and v through autograd; compute it with torch operations"
+            for name, got, want in zip("qkv", reply["grads"], ref_grads):
+                if got is None:
+                    return f"no gradient reached {name}: compute the output from q, k and v with torch operations"
+                problem = tensor(got, want, **GRAD_TOL)
+                if problem:
+                    return f"the gradient of {name}: {problem}"
+            return None
+        yield Case(f"masked_attention with {shapes}: the output (zero where a query sees no key)", request, output)
+        yield Case(f"masked_attention with {shapes}: the gradients of q, k and v in a backward pass (finite, and "
+                   f"those of PyTorch's attention)", request, gradients)

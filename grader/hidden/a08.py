@@ -1,0 +1,194 @@
+"""Hidden tests of assignment 08, cross-attention (references: PyTorch's own attention and decoder layer)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from grader.hidden import Case, Request, calls, probe, reads
+from grader.hidden.judge import first, tensor, unchanged
+
+ASSIGNMENT = "08_cross_attention"
+GRADED = ["ex1_cross_shapes", "ex2_cross_attention", "ex3_decoder_block"]
+TOL = {"atol": 1e-5, "rtol": 1e-4}
+
+
+# ----------------------------------------------------------------- exercise 1: shapes by hand
+
+
+def _describe(x) -> str:
+    """What a reply is, in words (its type, or its shape), never its values."""
+    if isinstance(x, torch.Tensor):
+        return f"a tensor of shape {tuple(x.shape)}"
+    return f"a {type(x).__name__}" if not hasattr(x, "kind") else f"an object of type {x.kind}"
+
+
+def _shape_of(x):
+    """A shape written as a tuple (or list, or 1-D tensor) of whole numbers, or None."""
+    if isinstance(x, torch.Tensor) and x.dim() == 1 and not x.dtype.is_floating_point and x.dtype != torch.bool:
+        return tuple(int(v) for v in x.tolist())
+    if not isinstance(x, (list, tuple)):
+        return None
+    out = []
+    for v in x:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or v != int(v):
+            return None
+        out.append(int(v))
+    return tuple(out)
+
+
+def _entry(reply, key):
+    if not isinstance(reply, dict):
+        return None, f"expected a dict, got {_describe(reply)}"
+    if key not in reply:
+        return None, f"the dict has no entry {key!r}"
+    return reply[key], None
+
+
+def _shape_judge(key, want):
+    def judge(reply):
+        got, problem = _entry(reply, key)
+        if problem:
+            return problem
+        shape = _shape_of(got)
+        if shape is None:
+            return f"{key}: expected a tuple of ints, got {_describe(got)}"
+        if len(shape) != len(want):
+            return f"{key}: expected {len(want)} dimensions, got {len(shape)}"
+        wrong = [i for i, (a, b) in enumerate(zip(shape, want)) if a != b]
+        if wrong:
+            return f"{key}: {len(wrong)} of {len(want)} sizes are wrong (the first at position {wrong[0]})"
+        return None
+    return judge
+
+
+def _side_judge(key, want):
+    def judge(reply):
+        got, problem = _entry(reply, key)
+        if problem:
+            return problem
+        if not isinstance(got, str):
+            return f"{key}: expected the string 'decoder' or 'encoder', got {_describe(got)}"
+        side = got.strip().lower()
+        if side not in ("decoder", "encoder"):
+            return f"{key}: expected 'decoder' or 'encoder', got another string"
+        return None if side == want else f"{key}: this is the wrong side"
+    return judge
+
+
+def ex1_cross_shapes():
+    b, td, te, d, h = 2, 6, 5, 8, 2
+    # the weights and the output as PyTorch's own multi-head attention produces them (no numbers: meta tensors)
+    mha = torch.nn.MultiheadAttention(d, h, batch_first=True, device="meta")
+    out, w = mha(torch.zeros(b, td, d, device="meta"), torch.zeros(b, te, d, device="meta"),
+                 torch.zeros(b, te, d, device="meta"), average_attn_weights=False)
+    ref = {"Q": (b, h, td, d // h), "K": (b, h, te, d // h), "V": (b, h, te, d // h),
+           "weights": tuple(w.shape), "output": tuple(out.shape)}
+    said = {"Q": "the shape of the queries per head", "K": "the shape of the keys per head",
+            "V": "the shape of the values per head", "weights": "the shape of the attention weights",
+            "output": "the shape of the layer's output"}
+    for key, shape in ref.items():
+        yield Case(f"answer[{key!r}], {said[key]} (exact)", reads("answer"), _shape_judge(key, shape))
+    for key, side in [("Q from", "decoder"), ("K from", "encoder"), ("V from", "encoder")]:
+        yield Case(f"answer[{key!r}], the side {key[0]} is computed from", reads("answer"), _side_judge(key, side))
+
+
+# ----------------------------------------------------------------- exercise 2: cross-attention
+
+
+def _case(what, name, args, ref, names, dims):
+    def judge(reply):
+        return first(tensor(reply["out"], ref, dims=dims, **TOL), unchanged(args, reply["args"], names))
+    return Case(what, calls(name, *args), judge)
+
+
+def ex2_cross_attention():
+    g = torch.Generator().manual_seed(808)
+    for b, td, te, d, dk, dv in [(1, 1, 1, 3, 2, 2), (2, 5, 7, 6, 4, 3), (3, 4, 9, 16, 8, 8)]:
+        x = torch.randn(b, td, d, generator=g)
+        mem = torch.randn(b, te, d, generator=g)
+        wq, wk = (torch.randn(d, dk, generator=g) / d ** 0.5 for _ in range(2))
+        wv = torch.randn(d, dv, generator=g) / d ** 0.5
+        lengths = torch.randint(1, te + 1, (b,), generator=g)
+        mask = (torch.arange(te)[None, :] < lengths[:, None])[:, None, :]    # (batch, 1, T_e), True = real token
+        names = ["x_dec", "memory", "W_q", "W_k", "W_v"]
+        dims = ["batch", "T_d", "d_v"]
+        sizes = f"batch {b}, T_d {td}, T_e {te}, d_model {d}, d_k {dk}, d_v {dv}"
+        yield _case(f"cross_attention with {sizes}, no mask", "cross_attention", [x, mem, wq, wk, wv],
+                    F.scaled_dot_product_attention(x @ wq, mem @ wk, mem @ wv), names, dims)
+        yield _case(f"cross_attention with {sizes} and a source padding mask (batch, 1, T_e)", "cross_attention",
+                    [x, mem, wq, wk, wv, mask],
+                    F.scaled_dot_product_attention(x @ wq, mem @ wk, mem @ wv, attn_mask=mask),
+                    names + ["src_mask"], dims)
+
+
+# ----------------------------------------------------------------- exercise 3: the decoder block
+
+
+@probe
+def a08_block(user, d_model, n_heads, d_ff, state, x, memory, self_mask=None, memory_mask=None):
+    """Build the student's DecoderBlock, load the given weights, run it in eval mode without gradients."""
+    import torch
+    block = user["DecoderBlock"](d_model, n_heads, d_ff)
+    if not isinstance(block, torch.nn.Module):
+        return {"module": False}
+    loaded = block.load_state_dict(state, strict=False)
+    if loaded.missing_keys or loaded.unexpected_keys:
+        return {"module": True, "missing": list(loaded.missing_keys), "unexpected": list(loaded.unexpected_keys)}
+    block.eval()
+    given = [x, memory, self_mask, memory_mask]
+    before = [t.clone() if isinstance(t, torch.Tensor) else t for t in given]
+    with torch.no_grad():
+        out = block(x, memory) if self_mask is None and memory_mask is None else block(x, memory, self_mask,
+                                                                                         memory_mask)
+    return {"module": True, "missing": [], "unexpected": [], "out": out,
+            "changed": [i for i, (a, b) in enumerate(zip(before, given))
+                        if isinstance(a, torch.Tensor) and not torch.equal(a, b)]}
+
+
+def _block_judge(ref):
+    names = ["x", "memory", "self_mask", "memory_mask"]
+
+    def judge(reply):
+        if not reply.get("module"):
+            return "DecoderBlock(d_model, n_heads, d_ff) is not an nn.Module"
+        if reply["missing"] or reply["unexpected"]:
+            parts = []
+            if reply["unexpected"]:
+                parts.append(f"no place in your block for {', '.join(reply['unexpected'][:4])}")
+            if reply["missing"]:
+                parts.append(f"nothing to copy into {', '.join(reply['missing'][:4])}")
+            return ("could not copy the weights of nn.TransformerDecoderLayer into your block (" + "; ".join(parts)
+                    + "); keep the sublayers of __init__ as given")
+        if reply["changed"]:
+            return f"the input {names[reply['changed'][0]]} was changed in place; return a new value instead"
+        return tensor(reply["out"], ref, dims=["batch", "T_d", "d_model"], **TOL)
+    return judge
+
+
+def ex3_decoder_block():
+    g = torch.Generator().manual_seed(99)
+    for d, h, ff, b, td, te in [(8, 2, 16, 2, 5, 7), (12, 3, 20, 3, 4, 6), (4, 1, 8, 1, 1, 1)]:
+        with torch.random.fork_rng():
+            torch.manual_seed(7)
+            layer = torch.nn.TransformerDecoderLayer(d, h, ff, dropout=0.0, batch_first=True).eval()
+        with torch.no_grad():
+            for p in layer.parameters():
+                p.add_(0.2 * torch.randn(p.shape, generator=g))   # non-trivial norms and biases too
+        state = {k: v.clone() for k, v in layer.state_dict().items()}
+        x = torch.randn(b, td, d, generator=g)
+        mem = torch.randn(b, te, d, generator=g)
+        causal = torch.ones(td, td, dtype=torch.bool).tril()
+        lengths = torch.randint(1, te + 1, (b,), generator=g)
+        src = (torch.arange(te)[None, :] < lengths[:, None])[:, None, :]       # (batch, 1, T_e), True = real
+        with torch.no_grad():
+            masked = layer(x, mem, tgt_mask=~causal, memory_key_padding_mask=~src[:, 0, :])
+            plain = layer(x, mem)
+        sizes = f"d_model {d}, {h} head(s), d_ff {ff}, batch {b}, T_d {td}, T_e {te}"
+        inputs = {"d_model": d, "n_heads": h, "d_ff": ff, "state": state, "x": x, "memory": mem}
+        yield Case(f"DecoderBlock with {sizes}, the weights of nn.TransformerDecoderLayer, a causal self_mask "
+                   f"and a source padding memory_mask", Request("a08_block", {**inputs, "self_mask": causal,
+                                                                              "memory_mask": src}),
+                   _block_judge(masked))
+        yield Case(f"DecoderBlock with {sizes}, the weights of nn.TransformerDecoderLayer, no masks",
+                   Request("a08_block", inputs), _block_judge(plain))

@@ -141,8 +141,9 @@ def _error(ename: str, evalue: str):
 def ask(kernel: Kernel, nb, box: Path, assignment: str, timeout: float, run: Run, replay: list[str],
         monitor: str) -> None:
     """Every grade cell's probes, one request per grade cell; the replies into ``run.replies``."""
+    all_cases = hidden.cases(assignment)  # imports the assignment's module, which registers its probes
     runner = "\n".join([inspect.getsource(plain), hidden.probe_source(), RUNNER])
-    for gid, cases in hidden.cases(assignment).items():
+    for gid, cases in all_cases.items():
         folder = box / "in" / gid
         for i, case in enumerate(cases):
             (folder / str(i)).mkdir(parents=True, exist_ok=True)

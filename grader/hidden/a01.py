@@ -36,6 +36,13 @@ def _ids(got, want: list[int], name: str, kinds=(list, tuple)) -> str | None:
     return None
 
 
+def _by_hand_ids(got, want: list[int], name: str) -> str | None:
+    """Ids written by hand: a list or tuple of ints, or a 1-D integer tensor."""
+    if isinstance(got, torch.Tensor) and got.dim() == 1 and not got.dtype.is_floating_point and got.dtype != torch.bool:
+        got = got.tolist()
+    return _ids(got, want, name)
+
+
 def _text(got, want: str, name: str) -> str | None:
     if not isinstance(got, str):
         return f"{name}: expected a str, got {_kind(got)}"
@@ -61,9 +68,9 @@ def ex1_tokens_by_hand():
     banana = [1] + [stoi.get(w, 3) for w in "you ate a banana".split()] + [2]
     text = " ".join(itos[i] for i in [1, 10, 7, 4, 9, 2, 0, 0] if i > 3)
     yield Case("answers['ids_apple'], the ids of the tokens <sos> I ate an apple <eos> (exact)", reads("answers"),
-               _key("ids_apple", lambda got: _ids(got, apple, "ids_apple")))
+               _key("ids_apple", lambda got: _by_hand_ids(got, apple, "ids_apple")))
     yield Case("answers['ids_banana'], what encode gives for 'you ate a banana' (exact)", reads("answers"),
-               _key("ids_banana", lambda got: _ids(got, banana, "ids_banana")))
+               _key("ids_banana", lambda got: _by_hand_ids(got, banana, "ids_banana")))
     yield Case("answers['text'], what decode gives for the ids of the exercise (exact, single spaces)",
                reads("answers"), _key("text", lambda got: _text(got, text, "text")))
 

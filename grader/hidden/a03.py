@@ -52,6 +52,13 @@ def _close(got, want: torch.Tensor, dims, name: str, **tol) -> str | None:
     return f"{name}: {problem}" if problem else None
 
 
+def _returns(args, ref, names, dims, name):
+    """A judge for ``calls``: the result close to ``ref`` (any float dtype), and no argument changed in place."""
+    def judge(reply):
+        return first(_close(reply["out"], ref, dims, name, **TOL), unchanged(args, reply["args"], names))
+    return judge
+
+
 def ex1_table_entries():
     want = [_P(1, 0, 5), _P(2, 1, 5), _P(3, 2, 5), _P(4, 3, 5)]
     yield Case("entries = [P[1, 0], P[2, 1], P[3, 2], P[4, 3]] of the d_model = 5 table (each within 1e-3)",
@@ -69,8 +76,9 @@ def _shift(c: int, d: int) -> torch.Tensor:
 
 
 def _shift_judge(c: int, d: int):
-    rows = {t: torch.tensor([_P(t, j, d) for j in range(d)], dtype=torch.float64) for t in (7, 12, 30, 7 + c, 12 + c,
-                                                                                             30 + c)}
+    times = [7, 12, 30]
+    rows = {t: torch.tensor([_P(t, j, d) for j in range(d)], dtype=torch.float64)
+            for t in times + [t + c for t in times]}
     eye = torch.eye(d, dtype=torch.float64)
 
     def judge(reply):
@@ -82,7 +90,7 @@ def _shift_judge(c: int, d: int):
             return problem
         if tensor(M.T @ M, eye, dtype=False, atol=1e-5, rtol=0.0):
             return "M_c does not preserve lengths (M_c^T M_c is not the identity)"
-        if any(tensor(M @ rows[t], rows[t + c], dtype=False, atol=1e-5, rtol=0.0) for t in (7, 12, 30)):
+        if any(tensor(M @ rows[t], rows[t + c], dtype=False, atol=1e-5, rtol=0.0) for t in times):
             return "M_c P_t is not P_(t+c)"
         return None
     return judge
@@ -136,8 +144,7 @@ def ex3_rope():
         x = torch.randn(d, generator=g)
         args = [x, t]
         yield Case(f"rope of a random vector of size {d} at position {t}", calls("rope", *args),
-                   lambda reply, x=x, t=t, args=args: first(_close(reply["out"], _rope(x, t), ["d"], "the output", **TOL),
-                                                            unchanged(args, reply["args"], ["x", "t"])))
+                   _returns(args, _rope(x, t), ["x", "t"], ["d"], "the output"))
     q, k = torch.randn(32, generator=g), torch.randn(32, generator=g)
     positions = [5, 17, 60]
     yield Case("the relative property: <rope(q, t), rope(k, t - 5)> for random q and k of size 32 at t = 5, 17, 60 "
@@ -156,9 +163,7 @@ def ex4_relative_bias_softmax():
         args = [s, b, t]
         yield Case(f"relative_bias_softmax with random scores ({T},) and bias ({2 * T - 1},), query at position {t}",
                    calls("relative_bias_softmax", *args),
-                   lambda reply, want=want, args=args: first(
-                       _close(reply["out"], want, ["key"], "the weights", **TOL),
-                       unchanged(args, reply["args"], ["scores", "bias", "t"])))
+                   _returns(args, want, ["scores", "bias", "t"], ["key"], "the weights"))
 
 
 @probe

@@ -78,10 +78,10 @@ def _side_judge(key, want):
 
 def ex1_cross_shapes():
     b, td, te, d, h = 2, 6, 5, 8, 2
-    # the weights and the output as PyTorch's own multi-head attention produces them (no numbers: meta tensors)
-    mha = torch.nn.MultiheadAttention(d, h, batch_first=True, device="meta")
-    out, w = mha(torch.zeros(b, td, d, device="meta"), torch.zeros(b, te, d, device="meta"),
-                 torch.zeros(b, te, d, device="meta"), average_attn_weights=False)
+    # the weights and the output as PyTorch's own multi-head attention produces them
+    mha = torch.nn.MultiheadAttention(d, h, batch_first=True)
+    with torch.no_grad():
+        out, w = mha(torch.zeros(b, td, d), torch.zeros(b, te, d), torch.zeros(b, te, d), average_attn_weights=False)
     ref = {"Q": (b, h, td, d // h), "K": (b, h, te, d // h), "V": (b, h, te, d // h),
            "weights": tuple(w.shape), "output": tuple(out.shape)}
     said = {"Q": "the shape of the queries per head", "K": "the shape of the keys per head",

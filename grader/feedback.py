@@ -23,6 +23,12 @@ from grader.verdicts import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 MATHJAX = ROOT / "node_modules" / "mathjax" / "es5"
+# The template loads MathJax 2 from a CDN; the page loads the book's MathJax 3 from its own folder.
+LOCAL_MATHJAX = """<script>
+window.MathJax = {tex: {inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], processEscapes: true},
+                  options: {menuOptions: {settings: {inTabOrder: false}}}};
+</script>
+<script src="_static/mathjax/tex-mml-chtml.js" async></script>"""
 
 
 def _png(data) -> bool:
@@ -90,14 +96,14 @@ def page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str,
     c = Config()
     c.HTMLExporter.template_name = "feedback"
     c.HTMLExporter.extra_template_basedirs = [str(nbgrader_templates / "templates")]
-    c.HTMLExporter.extra_template_paths = [str(Path(__file__).parent / "templates"),
-                                           str(nbgrader_templates / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
-    c.HTMLExporter.mathjax_url = "_static/mathjax/tex-mml-chtml.js"
+    c.HTMLExporter.extra_template_paths = [str(nbgrader_templates / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
     exporter = HTMLExporter(config=c)
     exporter.register_preprocessor(GetGrades(), enabled=True)
     resources = {"nbgrader": {"notebook": assignment, "assignment": assignment, "student": student,
                               "db_url": db_url}}
     body, _ = exporter.from_notebook_node(nb, resources=resources)
+    body = re.sub(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", lambda m: LOCAL_MATHJAX, body,
+                  count=1, flags=re.S)
     box = notes_html(problems, sandboxed)
     return re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + box, body, count=1) if box else body
 

@@ -30,9 +30,9 @@ def encode(obj, folder, _count=None):
         t = obj.detach().cpu()
         if t.is_complex() or dtype in ("torch.bfloat16", "torch.float16"):
             t = t.to(getattr(__import__("torch"), "complex128" if t.is_complex() else "float32"))
-        arr, tensor = np.ascontiguousarray(t.resolve_conj().resolve_neg().numpy()), dtype
+        arr, tensor = np.array(t.resolve_conj().resolve_neg().numpy(), order="C"), dtype
     elif isinstance(obj, np.ndarray):
-        arr, tensor = np.ascontiguousarray(obj), None
+        arr, tensor = np.array(obj, order="C"), None
     elif isinstance(obj, np.generic):
         return {"scalar": obj.item(), "dtype": str(obj.dtype)}
     elif isinstance(obj, list):

@@ -156,7 +156,7 @@ def ask(kernel: Kernel, nb, box: Path, assignment: str, timeout: float, run: Run
         run.replies[gid] = [read_reply(box / "out" / gid / str(i)) for i in range(len(cases))]
         if result.status == "timeout":
             run.note(f"{gid}: the hidden tests ran longer than {timeout:g} s and were stopped")
-            run.replies[gid] = [r if r[0] != "missing" else ("error", f"ran longer than {timeout:g} s")
+            run.replies[gid] = [r if r[0] != "missing" else ("missing", f"ran longer than {timeout:g} s")
                                 for r in run.replies[gid]]
         elif result.status == "died":
             run.note(f"{gid}: the kernel stopped during the hidden tests")

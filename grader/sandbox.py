@@ -23,6 +23,7 @@ import transformer
 UNSAFE = "UNSAFE_NO_SANDBOX"
 HOME = "/home/student"
 FIRST_UID = 61000  # root grading: worker n runs its kernels as uid FIRST_UID + n
+TMPFS_BYTES = 256 * 2**20  # the private /tmp, and HOME
 
 
 @dataclass
@@ -69,7 +70,9 @@ def _mounts() -> list[str]:
             args += ["--symlink", os.readlink(top), str(top)]
         elif top.is_dir():
             args += ["--ro-bind", str(top), str(top)]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--perms", "0755", "--tmpfs", "/home"]
+    size = str(TMPFS_BYTES)  # a tmpfs lives in memory: bounded, so files cannot fill the machine's
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/tmp",
+             "--perms", "0755", "--size", size, "--tmpfs", "/home"]
     made: set[str] = set()
     package = Path(transformer.__file__).resolve().parent
     roots = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), package,

@@ -29,8 +29,8 @@ def judge_cell(cases: list[hidden.Case], replies: list, max_points: float) -> Ve
                 problem = case.judge(reply)
             except Exception as exc:  # noqa: BLE001 - a reply the judge cannot read is a wrong reply
                 problem = f"the result could not be compared ({type(exc).__name__}: {str(exc)[:120]})"
-        elif kind == "error":
-            problem = f"raised {reply}"
+        elif kind == "error":  # the type only: a message could carry the hidden inputs back to the student
+            problem = f"raised {str(reply).split(':')[0]} (run the visible check to see the message)"
         else:
             problem = f"no usable answer ({reply})"
         if problem:

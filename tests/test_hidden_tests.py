@@ -140,6 +140,20 @@ def test_hidden_tests_never_appear_in_the_notebooks():
         assert "BEGIN HIDDEN TESTS" not in text, assignment
 
 
+def test_hidden_inputs_are_the_same_every_run(tmp_path):
+    """Seeded: two runs ask every student the same questions."""
+    import conftest
+    for assignment in conftest.ASSIGNMENTS:
+        for (gid, a), (_, b) in zip(hidden.all_cases(assignment), hidden.all_cases(assignment)):
+            (tmp_path / "a").mkdir(exist_ok=True)
+            (tmp_path / "b").mkdir(exist_ok=True)
+            ta = plain.encode(a.request.inputs, tmp_path / "a")
+            tb = plain.encode(b.request.inputs, tmp_path / "b")
+            assert ta == tb and a.what == b.what, gid
+            for f in (tmp_path / "a").iterdir():
+                assert f.read_bytes() == (tmp_path / "b" / f.name).read_bytes(), gid
+
+
 @pytest.mark.parametrize("assignment,cell", CELLS, ids=[f"{a[:2]}-{c}" for a, c in CELLS])
 def test_visible_check_rejects_wrong_answers(assignment, cell):
     assert cell in CHECKS[assignment]

@@ -8,8 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import first, number, tensor, unchanged
-from grader.plain import Unplain
+from grader.hidden.judge import describe, first, number, tensor, unchanged
 
 ASSIGNMENT = "00_why_transformers"
 GRADED = ["ex1_recurrence_by_hand", "ex2_attend", "ex3_elman_rnn"]
@@ -17,20 +16,12 @@ TOL = {"atol": 1e-5, "rtol": 1e-4}
 GRAD_TOL = {"atol": 1e-4, "rtol": 1e-3}   # gradients through a loop over time: float32 sums in another order
 
 
-def _kind(x) -> str:
-    if isinstance(x, Unplain):
-        return f"an object of type {x.kind}"
-    if isinstance(x, torch.Tensor):
-        return f"a tensor of shape {tuple(x.shape)}"
-    return f"a {type(x).__name__}"
-
-
 def _count(got, want: int, name: str) -> str | None:
     """``got`` must be a number equal to the count ``want`` (an int, a float such as 21.0, a one-element tensor)."""
     if isinstance(got, torch.Tensor) and got.numel() == 1 and not got.dtype.is_complex and got.dtype != torch.bool:
         got = got.item()
     if isinstance(got, bool) or not isinstance(got, (int, float)):
-        return f"{name}: expected a number, got {_kind(got)}"
+        return f"{name}: expected a number, got {describe(got)}"
     if got != want:
         return f"{name} is wrong (an exact count)"
     return None
@@ -40,7 +31,7 @@ def _key(key: str, check):
     """A judge of ``answers[key]``: ``answers`` must be a dict holding ``key``, then ``check(value)``."""
     def judge(got):
         if not isinstance(got, dict):
-            return f"answers: expected a dict, got {_kind(got)}"
+            return f"answers: expected a dict, got {describe(got)}"
         if key not in got:
             return f"answers is missing the key {key!r}"
         return check(got[key])

@@ -5,29 +5,20 @@ from __future__ import annotations
 import torch
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import first, unchanged
-from grader.plain import Unplain
+from grader.hidden.judge import describe, first, unchanged
 
 ASSIGNMENT = "01_tokenization"
 GRADED = ["ex1_tokens_by_hand", "ex2_count_pairs", "ex3_merge_pair", "ex4_word_tokenizer"]
 SPECIALS = ["<pad>", "<sos>", "<eos>", "<unk>"]
 
 
-def _kind(x) -> str:
-    if isinstance(x, Unplain):
-        return f"an object of type {x.kind}"
-    if isinstance(x, torch.Tensor):
-        return f"a tensor of shape {tuple(x.shape)}"
-    return f"a {type(x).__name__}"
-
-
 def _ids(got, want: list[int], name: str, kinds=(list, tuple)) -> str | None:
     """``got`` must be a list (or tuple, where ``kinds`` allows it) of int ids equal to ``want``."""
     if not isinstance(got, kinds):
-        return f"{name}: expected a list of int ids, got {_kind(got)}"
+        return f"{name}: expected a list of int ids, got {describe(got)}"
     if any(isinstance(i, bool) or not isinstance(i, int) for i in got):
         bad = next(i for i in got if isinstance(i, bool) or not isinstance(i, int))
-        return f"{name}: expected a list of int ids, but it holds {_kind(bad)}"
+        return f"{name}: expected a list of int ids, but it holds {describe(bad)}"
     if len(got) != len(want):
         return f"{name}: expected {len(want)} ids, got {len(got)}"
     wrong = [i for i, (a, b) in enumerate(zip(got, want)) if a != b]
@@ -45,7 +36,7 @@ def _by_hand_ids(got, want: list[int], name: str) -> str | None:
 
 def _text(got, want: str, name: str) -> str | None:
     if not isinstance(got, str):
-        return f"{name}: expected a str, got {_kind(got)}"
+        return f"{name}: expected a str, got {describe(got)}"
     if " ".join(got.split()) != want:
         return f"{name} is wrong"
     return None
@@ -54,7 +45,7 @@ def _text(got, want: str, name: str) -> str | None:
 def _key(key: str, check):
     def judge(got):
         if not isinstance(got, dict):
-            return f"answers: expected a dict, got {_kind(got)}"
+            return f"answers: expected a dict, got {describe(got)}"
         if key not in got:
             return f"answers is missing the key {key!r}"
         return check(got[key])
@@ -90,15 +81,15 @@ def a01_call_each(user, name, arglists):
 def _tuple_keys(got, what: str, size: int | None = None) -> str | None:
     """``got`` must be a dict whose keys are tuples of str (of ``size`` symbols if given)."""
     if not isinstance(got, dict):
-        return f"expected a dict from {what} to counts, got {_kind(got)}"
+        return f"expected a dict from {what} to counts, got {describe(got)}"
     for key in got:
         if not isinstance(key, tuple) or not all(isinstance(s, str) for s in key):
-            return f"a key is {_kind(key)}; the keys are {what}, as tuples of symbols (str)"
+            return f"a key is {describe(key)}; the keys are {what}, as tuples of symbols (str)"
         if size is not None and len(key) != size:
             return f"a key holds {len(key)} symbols; the keys are {what}, tuples (a, b)"
     for value in got.values():
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return f"a value is {_kind(value)}; expected a count (an int)"
+            return f"a value is {describe(value)}; expected a count (an int)"
     return None
 
 
@@ -266,7 +257,7 @@ def _sentence_judge(ids, text):
 
 def _text_exact(got, want, name):
     if not isinstance(got, str):
-        return f"{name}: expected a str, got {_kind(got)}"
+        return f"{name}: expected a str, got {describe(got)}"
     if got != want:
         return f"{name} is wrong (the words of the vocabulary, joined by single spaces, without the special tokens)"
     return None

@@ -9,20 +9,11 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import first, tensor, unchanged
-from grader.plain import Unplain
+from grader.hidden.judge import describe, first, tensor, unchanged
 
 ASSIGNMENT = "02_embeddings"
 GRADED = ["ex1_one_hot_by_hand", "ex2_rms_scales", "ex3_embed_one_hot", "ex4_embedding_module"]
 TOL = {"atol": 1e-5, "rtol": 1e-5}
-
-
-def _kind(x) -> str:
-    if isinstance(x, Unplain):
-        return f"an object of type {x.kind}"
-    if isinstance(x, torch.Tensor):
-        return f"a tensor of shape {tuple(x.shape)}"
-    return f"a {type(x).__name__}"
 
 
 def _real(x) -> float | None:
@@ -48,14 +39,14 @@ def _rows_judge(want: list[list[float]], tol: float):
     def judge(got):
         rows = _listed(got)
         if not isinstance(rows, list):
-            return f"X: expected a list of rows, got {_kind(got)}"
+            return f"X: expected a list of rows, got {describe(got)}"
         if len(rows) != len(want):
             return f"X: expected {len(want)} rows (one per token), got {len(rows)}"
         wrong, first_at = 0, None
         for t, (row, ref) in enumerate(zip(rows, want)):
             row = _listed(row)
             if not isinstance(row, list):
-                return f"X: row {t} should be a list of {len(ref)} numbers, got {_kind(row)}"
+                return f"X: row {t} should be a list of {len(ref)} numbers, got {describe(row)}"
             if len(row) != len(ref):
                 return f"X: expected {len(ref)} numbers in each row (one per column of E), got {len(row)} in row {t}"
             for j, (a, b) in enumerate(zip(row, ref)):
@@ -88,7 +79,7 @@ def _scales_judge(want: list[float], rtol: float):
     def judge(got):
         values = _listed(got)
         if not isinstance(values, list):
-            return f"scales: expected a list of {len(want)} numbers, got {_kind(got)}"
+            return f"scales: expected a list of {len(want)} numbers, got {describe(got)}"
         if len(values) != len(want):
             return f"scales: expected {len(want)} numbers [a, b, c], got {len(values)}"
         for name, a, b in zip(names, values, want):
@@ -179,7 +170,7 @@ def _init_judge(d_model):
 
     def judge(got):
         if not isinstance(got, torch.Tensor):
-            return f"weight: expected a tensor, got {_kind(got)}"
+            return f"weight: expected a tensor, got {describe(got)}"
         w = got.double()
         if not bool(torch.isfinite(w).all()):
             return "weight: some entries are NaN or infinite"

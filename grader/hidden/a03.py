@@ -8,20 +8,11 @@ import numpy as np
 import torch
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import first, numbers, tensor, unchanged
-from grader.plain import Unplain
+from grader.hidden.judge import describe, first, numbers, tensor, unchanged
 
 ASSIGNMENT = "03_positional_encodings"
 GRADED = ["ex1_table_entries", "ex2_shift_matrix", "ex3_rope", "ex4_relative_bias_softmax", "ex5_sinusoidal_module"]
 TOL = {"atol": 1e-5, "rtol": 1e-5}
-
-
-def _kind(x) -> str:
-    if isinstance(x, Unplain):
-        return f"an object of type {x.kind}"
-    if isinstance(x, torch.Tensor):
-        return f"a tensor of shape {tuple(x.shape)}"
-    return f"a {type(x).__name__}"
 
 
 def _P(pos: int, j: int, d: int) -> float:
@@ -47,7 +38,7 @@ def _close(got, want: torch.Tensor, dims, name: str, **tol) -> str | None:
     """``got`` (a tensor, or an array or list of numbers; any float dtype) close to ``want``."""
     t = _floats(got)
     if t is None:
-        return f"{name}: expected a tensor, got {_kind(got)}"
+        return f"{name}: expected a tensor, got {describe(got)}"
     problem = tensor(t, want.double(), dims=dims, dtype=False, **tol)
     return f"{name}: {problem}" if problem else None
 
@@ -84,7 +75,7 @@ def _shift_judge(c: int, d: int):
     def judge(reply):
         M = _floats(reply["out"])
         if M is None:
-            return f"expected a float tensor, got {_kind(reply['out'])}"
+            return f"expected a float tensor, got {describe(reply['out'])}"
         problem = tensor(M, _shift(c, d), dims=["row", "column"], dtype=False, **TOL)
         if problem:
             return problem
@@ -128,7 +119,7 @@ def _relative_judge(q, k, positions, offset):
         for t, (rq, rk) in zip(positions, replies):
             a, b = _floats(rq), _floats(rk)
             if a is None or b is None or tuple(a.shape) != (q.shape[0],) or tuple(b.shape) != (k.shape[0],):
-                return f"rope: expected a tensor of shape (d={q.shape[0]},), got {_kind(rq if a is None else rk)}"
+                return f"rope: expected a tensor of shape (d={q.shape[0]},), got {describe(rq if a is None else rk)}"
             if not bool(torch.isfinite(a).all() and torch.isfinite(b).all()):
                 return "rope returned NaN or infinite values"
             scores.append(float(a @ b))

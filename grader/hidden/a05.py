@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import _describe, first, tensor, unchanged
+from grader.hidden.judge import describe, first, tensor, unchanged
 
 ASSIGNMENT = "05_multi_head_attention"
 GRADED = ["ex1_head_arithmetic", "ex2_split_heads", "ex3_merge_heads", "ex4_multihead_attention"]
@@ -30,19 +30,19 @@ def _size_judge(key: str, want):
     """A judge of ``sizes[key]``: a whole number (``want`` an int) or a shape, a tuple of ints."""
     def judge(got):
         if not isinstance(got, dict):
-            return f"expected sizes to be a dict, got {_describe(got)}"
+            return f"expected sizes to be a dict, got {describe(got)}"
         if key not in got:
             return f"sizes is missing the key {key!r}"
         value = got[key]
         if isinstance(want, int):
             n = _as_int(value)
             if n is None:
-                return f"expected a whole number, got {_describe(value)}"
+                return f"expected a whole number, got {describe(value)}"
             return None if n == want else "the number is wrong"
         if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 1:
             value = value.tolist()
         if not isinstance(value, (tuple, list)) or any(_as_int(s) is None for s in value):
-            return f"expected a shape as a tuple of ints, e.g. (2, 3), got {_describe(value)}"
+            return f"expected a shape as a tuple of ints, e.g. (2, 3), got {describe(value)}"
         shape = tuple(_as_int(s) for s in value)
         if len(shape) != len(want):
             return f"expected {len(want)} dimensions, got {len(shape)}"

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import _describe, first, number, numbers, tensor, unchanged
+from grader.hidden.judge import describe, first, number, numbers, tensor, unchanged
 
 ASSIGNMENT = "06_add_norm_feed_forward"
 GRADED = ["ex1_layer_norm_by_hand", "ex2_layer_norm", "ex3_encoder_block"]
@@ -23,7 +23,7 @@ def _entry(key: str, judge):
     """A judge of ``by_hand[key]``: ``by_hand`` must be a dict holding ``key``."""
     def check(got):
         if not isinstance(got, dict):
-            return f"expected by_hand to be a dict, got {_describe(got)}"
+            return f"expected by_hand to be a dict, got {describe(got)}"
         if key not in got:
             return f"by_hand is missing the key {key!r}"
         value = got[key]

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import _describe, first, numbers, tensor, unchanged
+from grader.hidden.judge import describe, first, numbers, tensor, unchanged
 
 ASSIGNMENT = "07_masking"
 GRADED = ["ex1_masked_row", "ex2_causal_by_hand", "ex3_teacher_forcing", "ex4_padding_mask",
@@ -24,8 +24,8 @@ def _named(name: str, problem: str | None) -> str | None:
 
 
 def _kind(x) -> str:
-    """``_describe``, with the length of a tuple or list."""
-    return f"a {type(x).__name__} of length {len(x)}" if isinstance(x, (tuple, list)) else _describe(x)
+    """``describe``, with the length of a tuple or list."""
+    return f"a {type(x).__name__} of length {len(x)}" if isinstance(x, (tuple, list)) else describe(x)
 
 
 # --------------------------------------------------------------------------- exercises 1 and 2 (by hand)
@@ -61,7 +61,7 @@ def ex2_causal_by_hand():
     def judge(got):
         rows = got.tolist() if isinstance(got, (torch.Tensor, np.ndarray)) and got.ndim == 2 else got
         if not isinstance(rows, (list, tuple)) or not all(isinstance(r, (list, tuple)) for r in rows):
-            return f"expected a nested list of {n} rows of {n} entries, got {_describe(got)}"
+            return f"expected a nested list of {n} rows of {n} entries, got {describe(got)}"
         if len(rows) != n or any(len(r) != n for r in rows):
             return f"expected {n} rows of {n} entries, got {len(rows)} row(s) of lengths {[len(r) for r in rows]}"
         flags = [[_flag(x) for x in r] for r in rows]

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import first, tensor, unchanged
+from grader.hidden.judge import describe, first, tensor, unchanged
 
 ASSIGNMENT = "08_cross_attention"
 GRADED = ["ex1_cross_shapes", "ex2_cross_attention", "ex3_decoder_block"]
@@ -14,13 +14,6 @@ TOL = {"atol": 1e-5, "rtol": 1e-4}
 
 
 # ----------------------------------------------------------------- exercise 1: shapes by hand
-
-
-def _describe(x) -> str:
-    """What a reply is, in words (its type, or its shape), never its values."""
-    if isinstance(x, torch.Tensor):
-        return f"a tensor of shape {tuple(x.shape)}"
-    return f"a {type(x).__name__}" if not hasattr(x, "kind") else f"an object of type {x.kind}"
 
 
 def _shape_of(x):
@@ -39,7 +32,7 @@ def _shape_of(x):
 
 def _entry(reply, key):
     if not isinstance(reply, dict):
-        return None, f"expected a dict, got {_describe(reply)}"
+        return None, f"expected a dict, got {describe(reply)}"
     if key not in reply:
         return None, f"the dict has no entry {key!r}"
     return reply[key], None
@@ -52,9 +45,9 @@ def _shape_judge(key, want):
             return problem
         shape = _shape_of(got)
         if shape is None:
-            return f"{key}: expected a tuple of ints, got {_describe(got)}"
+            return f"{key}: expected a tuple of ints, got {describe(got)}"
         if len(shape) != len(want):
-            return f"{key}: expected {len(want)} dimensions, got {len(shape)}"
+            return f"{key}: the number of dimensions ({len(shape)}) is wrong"
         wrong = [i for i, (a, b) in enumerate(zip(shape, want)) if a != b]
         if wrong:
             return f"{key}: {len(wrong)} of {len(want)} sizes are wrong (the first at position {wrong[0]})"
@@ -68,7 +61,7 @@ def _side_judge(key, want):
         if problem:
             return problem
         if not isinstance(got, str):
-            return f"{key}: expected the string 'decoder' or 'encoder', got {_describe(got)}"
+            return f"{key}: expected the string 'decoder' or 'encoder', got {describe(got)}"
         side = got.strip().lower()
         if side not in ("decoder", "encoder"):
             return f"{key}: expected 'decoder' or 'encoder', got another string"

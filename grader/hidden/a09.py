@@ -9,18 +9,11 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Request, probe, reads
-from grader.hidden.judge import first, number, numbers, tensor
+from grader.hidden.judge import describe, first, number, numbers, tensor
 
 ASSIGNMENT = "09_output_head"
 GRADED = ["ex1_output_by_hand", "ex2_masked_cross_entropy", "ex3_greedy_decoding", "ex4_tied_output_head"]
 TOL = {"atol": 1e-5, "rtol": 1e-4}
-
-
-def _describe(x) -> str:
-    """What a reply is, in words (its type, or its shape), never its values."""
-    if isinstance(x, torch.Tensor):
-        return f"a tensor of shape {tuple(x.shape)}"
-    return f"a {type(x).__name__}" if not hasattr(x, "kind") else f"an object of type {x.kind}"
 
 
 # ----------------------------------------------------------------- exercise 1: by hand
@@ -31,7 +24,7 @@ WORDS = ["einen", "Brot", "gegessen", "<eos>"]
 def _hand(key, check):
     def judge(reply):
         if not isinstance(reply, dict):
-            return f"expected a dict with the keys 'probs', 'word' and 'loss', got {_describe(reply)}"
+            return f"expected a dict with the keys 'probs', 'word' and 'loss', got {describe(reply)}"
         if key not in reply:
             return f"the dict has no entry {key!r}; keep the last line of the answer cell"
         return check(reply[key])
@@ -47,7 +40,7 @@ def _probs(got):
 def _word(want):
     def check(got):
         if not isinstance(got, str):
-            return f"word: expected the word itself, a string, got {_describe(got)}"
+            return f"word: expected the word itself, a string, got {describe(got)}"
         if got not in WORDS:
             return "word: expected one of the four words of the vocabulary"
         return None if got == want else "word: this is not the word that greedy decoding picks"
@@ -102,15 +95,16 @@ def _loss_judge(ref, grad, logits, labels):
     def judge(reply):
         out = reply["out"]
         if not isinstance(out, torch.Tensor):
-            return f"expected a 0-dimensional tensor, got {_describe(out)}"
+            return f"expected a 0-dimensional tensor, got {describe(out)}"
         if reply["shape"] != []:
             return f"expected a 0-dimensional tensor (shape ()), got shape {tuple(reply['shape'])}"
         problem = _scalar(out, float(ref), "the loss")
         if problem:
             return problem
         if reply["grad"] is None:
-            return ("the value is right, but loss.backward() gives the logits no gradient: return a tensor "
-                    "connected to logits (no .item(), float() or torch.tensor(...) around the result)")
+            how = f"raised {reply['backward']}" if reply["backward"] else "gives the logits no gradient"
+            return (f"the value is right, but loss.backward() {how}: return a tensor connected to logits "
+                    "(no .item(), float() or torch.tensor(...) around the result)")
         problem = tensor(reply["grad"], grad, dims=["batch", "T", "vocab"], **TOL)
         if problem:
             return f"the gradient of the loss with respect to the logits is wrong: {problem}"
@@ -181,7 +175,7 @@ def _greedy_judge(expected, prefix):
     def judge(reply):
         got = _ids(reply["out"])
         if got is None:
-            return f"expected a list of token ids (ints), got {_describe(reply['out'])}"
+            return f"expected a list of token ids (ints), got {describe(reply['out'])}"
         if reply["prefix"] != prefix:
             return "your function changed the prefix list it was given; work on a copy, e.g. ids = list(prefix)"
         if len(got) != len(expected):

@@ -15,7 +15,8 @@ import torch
 from grader.plain import Unplain
 
 
-def _describe(x) -> str:
+def describe(x) -> str:
+    """What a reply is, in words (its type, or its shape), never its values."""
     if isinstance(x, Unplain):
         return f"an object of type {x.kind}"
     if isinstance(x, torch.Tensor):
@@ -35,7 +36,7 @@ def tensor(got, want: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4, dims
            exact: bool = False) -> str | None:
     """``got`` must be a tensor of ``want``'s shape (and dtype), close to it (or equal if ``exact``)."""
     if not isinstance(got, torch.Tensor):
-        return f"expected a tensor, got {_describe(got)}"
+        return f"expected a tensor, got {describe(got)}"
     if tuple(got.shape) != tuple(want.shape):
         wrong = [d for d, a, b in zip(dims or [], got.shape, want.shape) if a != b] if len(got.shape) == len(want.shape) else []
         which = f" ({', '.join(wrong)} wrong)" if wrong else ""
@@ -53,7 +54,7 @@ def tensor(got, want: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4, dims
         return None
     first = tuple(int(i) for i in bad.nonzero()[0])
     msg = f"{int(bad.sum())} of {bad.numel()} values are wrong (the first at index {first}"
-    if want.dtype != torch.bool and not exact:
+    if want.dtype != torch.bool and not exact and want.numel() > 1:  # one value's error would give it away
         msg += f", largest error {float((got.double() - want.double()).abs().max()):.3g}"
     return msg + ")"
 
@@ -63,7 +64,7 @@ def number(got, want: float, tol: float = 1e-3, name: str = "the value") -> str 
     if isinstance(got, torch.Tensor) and got.numel() == 1 and not got.dtype.is_complex:
         got = float(got)
     if isinstance(got, bool) or not isinstance(got, (int, float)):
-        return f"{name}: expected a number, got {_describe(got)}"
+        return f"{name}: expected a number, got {describe(got)}"
     if not math.isfinite(got) or abs(got - want) > tol:
         return f"{name} is wrong (more than {tol:g} off)"
     return None
@@ -76,7 +77,7 @@ def numbers(got, want: list[float], tol: float = 1e-3, name: str = "the values")
     if isinstance(got, tuple):
         got = list(got)
     if not isinstance(got, list):
-        return f"{name}: expected a list of {len(want)} numbers, got {_describe(got)}"
+        return f"{name}: expected a list of {len(want)} numbers, got {describe(got)}"
     if len(got) != len(want):
         return f"{name}: expected {len(want)} numbers, got {len(got)}"
     wrong = [i for i, (g, w) in enumerate(zip(got, want)) if number(g, w, tol) is not None]

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import describe, first, number, tensor, unchanged
+from grader.hidden.judge import describe, entry, first, number, tensor, unchanged
 
 ASSIGNMENT = "00_why_transformers"
 GRADED = ["ex1_recurrence_by_hand", "ex2_attend", "ex3_elman_rnn"]
@@ -27,17 +27,6 @@ def _count(got, want: int, name: str) -> str | None:
     return None
 
 
-def _key(key: str, check):
-    """A judge of ``answers[key]``: ``answers`` must be a dict holding ``key``, then ``check(value)``."""
-    def judge(got):
-        if not isinstance(got, dict):
-            return f"answers: expected a dict, got {describe(got)}"
-        if key not in got:
-            return f"answers is missing the key {key!r}"
-        return check(got[key])
-    return judge
-
-
 def ex1_recurrence_by_hand():
     n, f = 21, 0.9
     left = 1.0
@@ -49,9 +38,9 @@ def ex1_recurrence_by_hand():
               ("attention_path", 1, "the hops from word 1 to position 21 in self-attention")]
     for key, want, words in counts:
         yield Case(f"answers[{key!r}], {words} (an exact count)", reads("answers"),
-                   _key(key, lambda got, key=key, want=want: _count(got, want, key)))
+                   entry(key, lambda got, key=key, want=want: _count(got, want, key)))
     yield Case("answers['survives'], the fraction of word 1's signal left at position 21 (within 1e-3)",
-               reads("answers"), _key("survives", lambda got: number(got, left, 1e-3, "survives")))
+               reads("answers"), entry("survives", lambda got: number(got, left, 1e-3, "survives")))
 
 
 def _returns(args, ref, names, dims, **tol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import describe, first, unchanged
+from grader.hidden.judge import describe, entry, first, unchanged
 
 ASSIGNMENT = "01_tokenization"
 GRADED = ["ex1_tokens_by_hand", "ex2_count_pairs", "ex3_merge_pair", "ex4_word_tokenizer"]
@@ -42,16 +42,6 @@ def _text(got, want: str, name: str) -> str | None:
     return None
 
 
-def _key(key: str, check):
-    def judge(got):
-        if not isinstance(got, dict):
-            return f"answers: expected a dict, got {describe(got)}"
-        if key not in got:
-            return f"answers is missing the key {key!r}"
-        return check(got[key])
-    return judge
-
-
 def ex1_tokens_by_hand():
     itos = ["<pad>", "<sos>", "<eos>", "<unk>", "a", "an", "apple", "ate", "I", "pear", "you"]
     stoi = {t: i for i, t in enumerate(itos)}
@@ -59,11 +49,11 @@ def ex1_tokens_by_hand():
     banana = [1] + [stoi.get(w, 3) for w in "you ate a banana".split()] + [2]
     text = " ".join(itos[i] for i in [1, 10, 7, 4, 9, 2, 0, 0] if i > 3)
     yield Case("answers['ids_apple'], the ids of the tokens <sos> I ate an apple <eos> (exact)", reads("answers"),
-               _key("ids_apple", lambda got: _by_hand_ids(got, apple, "ids_apple")))
+               entry("ids_apple", lambda got: _by_hand_ids(got, apple, "ids_apple")))
     yield Case("answers['ids_banana'], what encode gives for 'you ate a banana' (exact)", reads("answers"),
-               _key("ids_banana", lambda got: _by_hand_ids(got, banana, "ids_banana")))
+               entry("ids_banana", lambda got: _by_hand_ids(got, banana, "ids_banana")))
     yield Case("answers['text'], what decode gives for the ids of the exercise (exact, single spaces)",
-               reads("answers"), _key("text", lambda got: _text(got, text, "text")))
+               reads("answers"), entry("text", lambda got: _text(got, text, "text")))
 
 
 @probe

@@ -97,6 +97,17 @@ def unchanged(before: list, after: list, names: list[str]) -> str | None:
     return None
 
 
+def entry(key: str, check, name: str = "answers"):
+    """A judge of ``name[key]``: the reply must be a dict holding ``key``; then ``check(value)``."""
+    def judge(got):
+        if not isinstance(got, dict):
+            return f"{name}: expected a dict, got {describe(got)}"
+        if key not in got:
+            return f"{name} is missing the key {key!r}"
+        return check(got[key])
+    return judge
+
+
 def first(*messages: str | None) -> str | None:
     """The first problem of several, or None."""
     return next((m for m in messages if m), None)

@@ -51,7 +51,17 @@ class Kernel:
         self.kc = None
 
     def start(self) -> None:
+        """A fresh kernel in a fresh sandbox; one more try if the first does not answer."""
+        for attempt in range(2):
+            try:
+                return self._start()
+            except RuntimeError:
+                if attempt:
+                    raise
+
+    def _start(self) -> None:
         self.stop()
+        sandbox.reap(self.slot)
         sock = self.box / "sock"
         sock.mkdir(exist_ok=True)
         km = SandboxedKernelManager(kernel_name="python3", transport="ipc", ip=str(sock / "k"),
@@ -62,6 +72,13 @@ class Kernel:
         self.km, self.kc = km, km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=READY_S)
+
+    def exit_code(self):
+        """The sandbox's exit status once it stopped (bubblewrap passes on the kernel's), else None."""
+        try:
+            return self.km.provisioner.process.poll()
+        except AttributeError:
+            return None
 
     def alive(self) -> bool:
         return self.km is not None and self.km.is_alive()
@@ -75,6 +92,7 @@ class Kernel:
             except Exception:  # noqa: BLE001 - already gone
                 pass
         self.km = self.kc = None
+        sandbox.reap(self.slot)
 
     def execute(self, code: str, timeout: float) -> Outcome:
         """Run ``code``; its outputs, and whether it finished, raised, timed out or killed the kernel."""

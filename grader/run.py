@@ -42,8 +42,10 @@ def _install():
                 note("write outside its folders: " + path[:120])
             elif not write and path.startswith("/") and not path.startswith(allowed_read):
                 note("read outside its folders: " + path[:120])
-        elif event in ("socket.connect", "socket.bind", "socket.sendto", "socket.getaddrinfo"):
-            note("network: " + repr(args[1:] if event != "socket.getaddrinfo" else args[:2])[:120])
+        elif event in ("socket.connect", "socket.bind", "socket.sendto"):
+            note("network: " + event.split(".")[1] + " " + repr(args[1])[:100])
+        elif event == "socket.getaddrinfo":
+            note("network: look up " + repr(args[0])[:100])
         elif event in ("subprocess.Popen", "os.system", "os.fork", "os.forkpty", "os.posix_spawn", "os.exec"):
             note("started a process: " + event)
         elif event in ("os.kill", "os.killpg"):
@@ -90,6 +92,20 @@ def _in_kernel(source: str, **names) -> str:
     return f"exec({source!r}, {{{bound}}})"
 
 
+# What a refusal of the sandbox looks like in a cell's outputs (seen from outside, whatever the kernel recorded).
+REFUSALS = [("MemoryError", "memory limit"), ("Cannot allocate memory", "memory limit"),
+            ("can't start new thread", "process limit"), ("Resource temporarily unavailable", "process limit"),
+            ("File too large", "file size limit"), ("Read-only file system", "write outside its folders"),
+            ("Network is unreachable", "network"), ("Temporary failure in name resolution", "network"),
+            ("Name or service not known", "network")]
+
+
+def refusals(outputs: list) -> list[str]:
+    """The sandbox's refusals that show in ``outputs`` (errors and printed tracebacks)."""
+    text = " ".join(f"{o.get('ename', '')} {o.get('evalue', '')} {o.get('text', '')}" for o in outputs)[:100_000]
+    return sorted({what for sign, what in REFUSALS if sign in text})
+
+
 def _label(cell, index: int) -> str:
     return cell.metadata.get("nbgrader", {}).get("grade_id") or f"cell {index}"
 
@@ -105,9 +121,12 @@ def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, box: Path, read_r
         result = kernel.execute(cell.source, timeout)
         cell.outputs = result.outputs
         where = _label(cell, index)
+        for what in refusals(result.outputs):
+            _event(run, f"{what} ({where})")
         if result.flooded:
             run.note(f"{where} printed more than {len(result.outputs)} outputs' worth; the rest was cut")
         if result.status == "timeout":
+            _event(run, f"time limit ({where})")
             run.note(f"{where} ran longer than {timeout:g} s and was stopped")
             cell.outputs.append(_error("TimeoutError", f"stopped by the grader after {timeout:g} s"))
         elif result.status == "error" and cell.metadata.get("nbgrader", {}).get("solution"):
@@ -116,6 +135,7 @@ def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, box: Path, read_r
         if result.status in ("died", "timeout") and not kernel.alive():
             deaths += 1
             if result.status == "died":
+                _event(run, f"the kernel stopped ({where}, exit code {kernel.exit_code()})")
                 run.note(f"{where} stopped the kernel (os._exit or a crash); it was replaced by an error and the rest graded")
                 cell.source = KILLED
                 cell.outputs = [_error("RuntimeError", "this cell stopped the kernel when it was graded")]
@@ -125,6 +145,11 @@ def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, box: Path, read_r
             _restart(kernel, monitor, done, timeout)
         if cell.source != KILLED and result.status != "timeout":
             done.append(cell.source)
+
+
+def _event(run: Run, text: str) -> None:
+    if text not in run.sandbox and len(run.sandbox) < 20:
+        run.sandbox.append(text)
 
 
 def _restart(kernel: Kernel, monitor: str, sources: list[str], timeout: float) -> None:
@@ -155,10 +180,12 @@ def ask(kernel: Kernel, nb, box: Path, assignment: str, timeout: float, run: Run
                                            N=str(len(cases))), timeout)
         run.replies[gid] = [read_reply(box / "out" / gid / str(i)) for i in range(len(cases))]
         if result.status == "timeout":
+            _event(run, f"time limit ({gid} hidden tests)")
             run.note(f"{gid}: the hidden tests ran longer than {timeout:g} s and were stopped")
             run.replies[gid] = [r if r[0] != "missing" else ("missing", f"ran longer than {timeout:g} s")
                                 for r in run.replies[gid]]
         elif result.status == "died":
+            _event(run, f"the kernel stopped ({gid} hidden tests, exit code {kernel.exit_code()})")
             run.note(f"{gid}: the kernel stopped during the hidden tests")
 
 
@@ -193,7 +220,8 @@ def grade_in_sandbox(nb, assignment: str, box: Path, slot: int, timeout: float, 
             kernel.execute(_in_kernel(EVENTS, BOX=repr(str(box))), timeout)
         try:
             events = plain.read_json(box / "events.json")
-            run.sandbox = [str(e)[:160] for e in events][:20] if isinstance(events, list) else []
+            for e in events[:20] if isinstance(events, list) else []:
+                _event(run, str(e)[:160])
         except Exception:  # noqa: BLE001 - no record: nothing to report
             pass
     finally:

@@ -109,7 +109,7 @@ def command(box: Path, inner: list[str], slot: int, limits: Limits) -> list[str]
     for k, v in env.items():
         args += ["--setenv", k, v]
     if root:  # drop to an unprivileged uid inside, so limits on processes apply
-        uid = FIRST_UID + slot
+        uid = sandbox_uid(slot)
         for path in [box, *box.rglob("*")]:
             os.chown(path, uid, uid, follow_symlinks=False)
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
@@ -118,6 +118,44 @@ def command(box: Path, inner: list[str], slot: int, limits: Limits) -> list[str]
     else:
         args += ["--"]
     return ["prlimit", *_prlimits(limits, root), "--", *args, *inner]
+
+
+def sandbox_uid(slot: int) -> int | None:
+    """The uid the kernels of worker ``slot`` run as (when grading as root), else None."""
+    return FIRST_UID + slot if os.geteuid() == 0 and not unsafe() else None
+
+
+def reap(slot: int, wait: float = 5.0) -> int:
+    """Kill whatever still runs as the slot's uid (a sandbox that is going away); how many were left.
+
+    A sandbox's processes die with it, but not in an instant; the next sandbox of the same slot
+    waits for them, so that it starts with its whole process limit.
+    """
+    import signal
+    import time
+
+    uid = sandbox_uid(slot)
+    if uid is None:
+        return 0
+    end, found = time.monotonic() + wait, 0
+    while True:
+        left = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _uid_of(p) == uid]
+        found = max(found, len(left))
+        if not left or time.monotonic() > end:
+            return found
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.05)
+
+
+def _uid_of(p: Path) -> int | None:
+    try:
+        return p.stat().st_uid
+    except OSError:
+        return None
 
 
 def _prlimits(limits: Limits, root: bool) -> list[str]:

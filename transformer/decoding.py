@@ -67,3 +67,61 @@ def sample_decode(model, src: torch.Tensor, max_len: int, sos_id: int, eos_id: i
     out = generate(lambda ids: model.decode(ids, memory, src_mask), start, max_len, eos_id, temperature, generator)
     model.train(was_training)
     return out
+
+
+@torch.no_grad()
+def beam_search(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: list[int], beam_size: int,
+                max_new_tokens: int, eos_id: int, alpha: float = 1.0) -> tuple[list[int], float]:
+    """The best continuation of one sequence found by keeping ``beam_size`` hypotheses at each step.
+
+    ``logits_fn(ids (k, T)) -> (k, T, vocab)``. A hypothesis is scored by its summed log-probability
+    divided by ``length ** alpha`` (its number of new tokens; ``alpha = 0``: no length normalisation,
+    which favours short outputs). A hypothesis that emits ``eos_id`` is finished and set aside; the
+    search ends when ``beam_size`` hypotheses have finished or after ``max_new_tokens`` steps.
+    Returns (ids with the prefix, normalised score). ``beam_size = 1`` is greedy decoding.
+    """
+    if not isinstance(beam_size, int) or beam_size < 1:
+        raise ValueError(f"beam_size: expected a whole number >= 1, got {beam_size!r}")
+    if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens: expected a whole number >= 1, got {max_new_tokens!r}")
+    if len(prefix) == 0:
+        raise ValueError("prefix: expected at least one token (e.g. <sos>), got an empty list")
+
+    def normalised(logp: float, n_new: int) -> float:
+        return logp / n_new ** alpha
+
+    beams = [(list(prefix), 0.0)]                       # (ids, summed log-probability of the new tokens)
+    finished: list[tuple[list[int], float]] = []
+    for step in range(1, max_new_tokens + 1):
+        ids = torch.tensor([b[0] for b in beams])       # (k, T)
+        logp = logits_fn(ids)[:, -1].log_softmax(dim=-1)  # (k, vocab)
+        total = logp + torch.tensor([b[1] for b in beams])[:, None]  # (k, vocab)
+        best = total.flatten().topk(min(beam_size, total.numel()))
+        beams = []
+        for score, flat in zip(best.values.tolist(), best.indices.tolist()):
+            row, tok = divmod(flat, total.shape[1])
+            hyp = (ids[row].tolist() + [tok], score)
+            (finished if tok == eos_id else beams).append(hyp)
+        if len(finished) >= beam_size or not beams:
+            break
+    pool = [(ids, normalised(s, len(ids) - len(prefix))) for ids, s in finished + beams]
+    return max(pool, key=lambda h: h[1])
+
+
+def beam_decode(model, src: torch.Tensor, beam_size: int, max_len: int, sos_id: int, eos_id: int,
+                alpha: float = 1.0) -> list[int]:
+    """Translate one sentence ``src (1, S)`` with an :class:`~transformer.model.EncoderDecoder` by beam search."""
+    require_rank("src", src, (2,), "(1, seq)")
+    if src.shape[0] != 1:
+        raise ValueError(f"src: expected one sentence, shape (1, seq), got {tuple(src.shape)}")
+    was_training = model.training
+    model.eval()
+    memory, src_mask = model.encode(src)
+
+    def logits_fn(ids):                                  # ids (k, T): one encoding serves every beam
+        k = ids.shape[0]
+        return model.decode(ids, memory.expand(k, -1, -1), src_mask.expand(k, *src_mask.shape[1:]))
+
+    ids, _ = beam_search(logits_fn, [sos_id], beam_size, max_len, eos_id, alpha)
+    model.train(was_training)
+    return ids

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import describe, first, tensor, unchanged
+from grader.hidden.judge import describe, first, returns, tensor
 
 ASSIGNMENT = "05_multi_head_attention"
 GRADED = ["ex1_head_arithmetic", "ex2_split_heads", "ex3_merge_heads", "ex4_multihead_attention"]
@@ -71,13 +71,6 @@ def ex1_head_arithmetic():
 
 # --------------------------------------------------------------------------- exercises 2 and 3
 
-def _returns(ref, names, dims, args, **tol):
-    """A judge for ``calls``: the result equal (or close) to ``ref``, and no argument changed in place."""
-    def judge(reply):
-        return first(tensor(reply["out"], ref, dims=dims, **tol), unchanged(args, reply["args"], names))
-    return judge
-
-
 def _split(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     """Head i holds the neighbouring features i*d_h ... (i+1)*d_h - 1: written out with slices."""
     d_h = x.shape[-1] // n_heads
@@ -90,7 +83,7 @@ def ex2_split_heads():
         x = torch.randn(b, t, h * d_h, generator=g)
         yield Case(f"split_heads(x, {h}) with x of shape {tuple(x.shape)}: head i holds features "
                    f"i*d_h ... (i+1)*d_h - 1 (exact)", calls("split_heads", x, h),
-                   _returns(_split(x, h), ["x", "n_heads"], ["batch", "heads", "seq", "d_h"], [x, h], exact=True))
+                   returns(_split(x, h), ["batch", "heads", "seq", "d_h"], exact=True))
 
 
 def ex3_merge_heads():
@@ -100,11 +93,11 @@ def ex3_merge_heads():
         ref = torch.cat([x[:, i] for i in range(h)], dim=-1)
         dims = ["batch", "seq", "d_model"]
         yield Case(f"merge_heads(x) with x of shape {tuple(x.shape)}: the heads concatenated in head order (exact)",
-                   calls("merge_heads", x), _returns(ref, ["x"], dims, [x], exact=True))
+                   calls("merge_heads", x), returns(ref, dims, exact=True))
         y = torch.randn(b, t, h * d_h, generator=g)
         split = _split(y, h)
         yield Case(f"merge_heads(split_heads(y, {h})) with y of shape {tuple(y.shape)} gives y back (exact)",
-                   calls("merge_heads", split), _returns(y, ["x"], dims, [split], exact=True))
+                   calls("merge_heads", split), returns(y, dims, exact=True))
 
 
 # --------------------------------------------------------------------------- exercise 4

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import describe, first, tensor, unchanged
+from grader.hidden.judge import describe, tensor
 
 ASSIGNMENT = "08_cross_attention"
 GRADED = ["ex1_cross_shapes", "ex2_cross_attention", "ex3_decoder_block"]
@@ -91,7 +91,7 @@ def ex1_cross_shapes():
 
 def _case(what, name, args, ref, names, dims):
     def judge(reply):
-        return first(tensor(reply["out"], ref, dims=dims, **TOL), unchanged(args, reply["args"], names))
+        return tensor(reply["out"], ref, dims=dims, **TOL)
     return Case(what, calls(name, *args), judge)
 
 

@@ -32,17 +32,23 @@ def _shape(shape, dims) -> str:
     return str(tuple(shape))
 
 
-def tensor(got, want: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4, dims=None, dtype: bool = True,
+def tensor(got, want: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4, dims=None, dtype: str = "kind",
            exact: bool = False) -> str | None:
-    """``got`` must be a tensor of ``want``'s shape (and dtype), close to it (or equal if ``exact``)."""
+    """``got`` must be a tensor of ``want``'s shape, close to it (or equal if ``exact``).
+
+    ``dtype="kind"`` (the default) asks for the same kind of number as the visible checks do (bool,
+    integer or floating point, any precision); ``"exact"`` for the very dtype (float64 in, float64 out).
+    """
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {describe(got)}"
     if tuple(got.shape) != tuple(want.shape):
         wrong = [d for d, a, b in zip(dims or [], got.shape, want.shape) if a != b] if len(got.shape) == len(want.shape) else []
         which = f" ({', '.join(wrong)} wrong)" if wrong else ""
         return f"expected shape {_shape(want.shape, dims)}, got {tuple(got.shape)}{which}"
-    if dtype and got.dtype != want.dtype:
+    if dtype == "exact" and got.dtype != want.dtype:
         return f"expected dtype {want.dtype}, got {got.dtype}"
+    if dtype == "kind" and _kind(got.dtype) != _kind(want.dtype):
+        return f"expected {_kind(want.dtype)} values ({want.dtype}), got {got.dtype}"
     if want.dtype == torch.bool or exact:
         bad = got != want
     else:
@@ -57,6 +63,12 @@ def tensor(got, want: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4, dims
     if want.dtype != torch.bool and not exact and want.numel() > 1:  # one value's error would give it away
         msg += f", largest error {float((got.double() - want.double()).abs().max()):.3g}"
     return msg + ")"
+
+
+def _kind(dtype: torch.dtype) -> str:
+    if dtype == torch.bool:
+        return "boolean"
+    return "floating-point" if dtype.is_floating_point else "complex" if dtype.is_complex else "integer"
 
 
 def number(got, want: float, tol: float = 1e-3, name: str = "the value") -> str | None:
@@ -95,6 +107,15 @@ def unchanged(before: list, after: list, names: list[str]) -> str | None:
         elif a != b:
             return f"the input {name} was changed in place; return a new value instead"
     return None
+
+
+def returns(ref: torch.Tensor, dims=None, **kw):
+    """A judge for :func:`grader.hidden.calls`: the result ``reply["out"]`` must match ``ref`` (see :func:`tensor`).
+
+    The arguments may have been changed in place: every case sends its own copy, and the visible checks
+    allow it too.
+    """
+    return lambda reply: tensor(reply["out"], ref, dims=dims, **kw)
 
 
 def entry(key: str, check, name: str = "answers"):

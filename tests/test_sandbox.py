@@ -1,0 +1,111 @@
+"""Properties of the sandbox a submission's kernel runs in, asked from inside one kernel.
+
+These hold whatever the submission does, because the kernel can only see and reach what the
+sandbox gives it (``grader/sandbox.py``): they are checked here with plain Python, no tricks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from grader import sandbox
+from grader.kernel import Kernel
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")]
+
+PROBE = r"""
+import json, os, socket
+facts = {"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
+         "repo": sorted(os.listdir(REPO)), "home": sorted(os.listdir(os.path.expanduser("~"))),
+         "secret": os.environ.get("GRADER_SECRET"), "hostname": os.uname().nodename}
+for path in (REPO + "/transformer/x.py", os.path.dirname(os.__file__) + "/x.py", "/usr/x", REPO + "/x"):
+    try:
+        open(path, "w").close()
+        facts.setdefault("wrote", []).append(path)
+    except OSError:
+        pass
+try:
+    socket.create_connection(("127.0.0.1", PORT), timeout=2)
+    facts["connected"] = True
+except OSError as e:
+    facts["connected"] = False
+try:
+    open("/proc/1/environ").read()
+    facts["host_environ"] = True
+except OSError:
+    facts["host_environ"] = False
+print(json.dumps(facts))
+"""
+
+
+@pytest.fixture(scope="module")
+def facts():
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    listener.settimeout(0.5)
+    port = listener.getsockname()[1]
+    os.environ["GRADER_SECRET"] = "do not pass me on"
+    box = Path(tempfile.mkdtemp(prefix="grader-test-box-"))
+    os.chmod(box, 0o755)
+    kernel = Kernel(box, slot=7)
+    try:
+        kernel.start()
+        code = PROBE.replace("REPO", repr(str(ROOT))).replace("PORT", str(port))
+        out = kernel.execute(code, 30)
+    finally:
+        kernel.stop()
+        shutil.rmtree(box, ignore_errors=True)
+        del os.environ["GRADER_SECRET"]
+    try:
+        listener.accept()
+        reached = True
+    except OSError:
+        reached = False
+    listener.close()
+    text = "".join(o.get("text", "") for o in out.outputs)
+    assert out.status == "ok", (out.status, out.error, text)
+    return {**json.loads(text), "reached": reached}
+
+
+def test_the_repository_shows_only_the_package(facts):
+    visible = [name for name in facts["repo"] if name != ".venv"]  # the environment, when it lives in the repo
+    assert visible == ["transformer"], facts["repo"]
+
+
+def test_nothing_outside_its_folders_can_be_written(facts):
+    assert "wrote" not in facts, facts.get("wrote")
+    assert not (ROOT / "transformer" / "x.py").exists() and not (ROOT / "x").exists()
+
+
+def test_no_network_not_even_the_hosts_loopback(facts):
+    assert facts["connected"] is False and facts["reached"] is False
+
+
+def test_its_own_processes_only(facts):
+    assert max(facts["pids"]) < 50, facts["pids"]   # a fresh pid namespace: no grader, no classmate
+    assert facts["hostname"] == "sandbox"
+
+
+def test_a_private_home_and_none_of_the_graders_environment(facts):
+    assert facts["home"] in ([], [".ipython"], [".ipython", ".matplotlib"], [".matplotlib"]), facts["home"]
+    assert facts["secret"] is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the kernel keeps the grader's uid when the grader is not root")
+def test_an_unprivileged_uid_when_grading_as_root(facts):
+    assert facts["uid"] == sandbox.FIRST_UID + 7
+
+
+def test_a_refusal_names_what_is_missing(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert "bubblewrap (bwrap) is not installed" in sandbox.why_unavailable()

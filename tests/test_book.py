@@ -28,7 +28,8 @@ def html(tmp_path_factory) -> Path:
 
 def test_index_exists(html):
     assert (html / "index.html").exists()
-    for page in ("intro", "setup", "notation", "api", "instructors", "glossary", "bibliography", "execution"):
+    for page in ("intro", "setup", "notation", "api", "instructors", "glossary", "bibliography", "execution",
+                 "accessibility"):
         assert (html / "book" / f"{page}.html").exists(), page
 
 

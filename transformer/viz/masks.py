@@ -75,7 +75,7 @@ def mask_grid_html(scores, mask, queries: Sequence[str], keys: Sequence[str], hi
                 row.append(f"<td style='background:#cfe0f3;text-align:center;padding:2px 6px;{border}'>"
                            f"{float(scores[i, j]):.2f}</td>")
             else:
-                row.append(f"<td style='background:#eeeeee;color:#888;text-align:center;padding:2px 6px;{border}'>"
+                row.append(f"<td style='background:#eeeeee;color:#555;text-align:center;padding:2px 6px;{border}'>"
                            f"{BLOCKED}</td>")
         cells.append("<tr>" + "".join(row) + "</tr>")
     return "<table style='border-collapse:collapse'>" + "".join(cells) + "</table>"

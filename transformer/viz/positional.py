@@ -131,7 +131,7 @@ class EmbeddingScaleExplorer(Explorer):
             cells.append(
                 f"<tr><td style='text-align:right;padding-right:6px'>{name}</td><td>{bar(value)}</td>"
                 f"<td style='padding-left:6px;text-align:right'>{value:.3f}</td>"
-                f"<td style='padding-left:10px;color:#666'>{note}</td></tr>"
+                f"<td style='padding-left:10px;color:#555'>{note}</td></tr>"
             )
         self.view.value = (
             f"<p>std of E = {self.std.value:.4f}; 1/sqrt(d_model) = {1 / math.sqrt(d):.4f} "
@@ -200,8 +200,13 @@ class SinusoidalExplorer(Explorer):
         width, height = 360, 90
         x_marker = width * pos / max(self.n_positions - 1, 1)
         y_marker = height * (1.0 - float(self.curve[pos])) / 2.0
+        lo, hi = float(self.curve.min()), float(self.curve.max())
+        label = (f"Curve of dimension {dim} ({kind}) over positions 0 to {self.n_positions - 1}, about a grey zero "
+                 f"line: it repeats every {self.wavelength:.1f} positions and here runs from {_fmt(lo, 2)} to "
+                 f"{_fmt(hi, 2)}. A red dot marks position {pos}, where it is {_fmt(float(self.curve[pos]))}.")
         svg = (
-            f"<svg width='{width + 10}' height='{height + 10}' style='overflow:visible'>"
+            f"<svg width='{width + 10}' height='{height + 10}' style='overflow:visible' role='img' "
+            f"aria-label='{html.escape(label)}'>"
             f"<line x1='0' y1='{height / 2}' x2='{width}' y2='{height / 2}' stroke='#bbb'/>"
             f"<polyline fill='none' stroke='#4a7fc1' stroke-width='2' "
             f"points='{_polyline(self.curve.tolist(), width, height)}'/>"
@@ -283,7 +288,12 @@ class RopeExplorer(Explorer):
             return (f"<line x1='{c}' y1='{c}' x2='{x:.1f}' y2='{y:.1f}' stroke='{color}' stroke-width='3'/>"
                     f"<text x='{x:.1f}' y='{y:.1f}' fill='{color}' font-size='13'>{label}</text>")
 
-        svg = (f"<svg width='{size}' height='{size}'><circle cx='{c}' cy='{c}' r='{r}' fill='none' stroke='#ccc'/>"
+        apart = math.atan2(float(q[0] * k[1] - q[1] * k[0]), float(q[0] * k[0] + q[1] * k[1]))
+        label = (f"The first pair of the rotated query and key as two arrows from the centre of a grey circle: "
+                 f"blue q turned by {t} rad (its position), red k by {i} rad (its position); they are "
+                 f"{abs(apart):.2f} rad apart. Moving both by the same amount turns both arrows together.")
+        svg = (f"<svg width='{size}' height='{size}' role='img' aria-label='{html.escape(label)}'>"
+               f"<circle cx='{c}' cy='{c}' r='{r}' fill='none' stroke='#ccc'/>"
                + arrow(q, "#4a7fc1", "q") + arrow(k, "#c1564a", "k") + "</svg>")
         angles = ", ".join(f"{a:.2f}" for a in self.relative_angles.tolist())
         self.view.value = (

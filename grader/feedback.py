@@ -42,10 +42,12 @@ def sanitize(output) -> list:
     """Only plain text and real PNG images, as new outputs with nothing else in them."""
     kind = output.get("output_type")
     if kind == "stream":
-        return [nbformat.v4.new_output("stream", name=str(output.get("name", "stdout")), text=str(output.get("text", "")))]
+        name, text = str(output.get("name", "stdout")), str(output.get("text", ""))
+        return [nbformat.v4.new_output("stream", name=name, text=text)]
     if kind == "error":
-        return [nbformat.v4.new_output("error", ename=str(output.get("ename", "")), evalue=str(output.get("evalue", "")),
-                                       traceback=[str(t) for t in output.get("traceback", [])][:60])]
+        ename, evalue = str(output.get("ename", "")), str(output.get("evalue", ""))
+        traceback = [str(t) for t in output.get("traceback", [])][:60]
+        return [nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=traceback)]
     data = output.get("data", {})
     kept = {}
     if "text/plain" in data:
@@ -63,7 +65,7 @@ def verdict_html(v: Verdict) -> str:
     items = "".join(f"<li>{html.escape(f)}</li>" for f in v.failures[:10])
     more = f"<li>and {len(v.failures) - 10} more</li>" if len(v.failures) > 10 else ""
     body = f"<ul style='margin:4px 0'>{items}{more}</ul>" if items else ""
-    return (f"<div class='grader-verdict {state}' role='status' style='border-left:4px solid {colour};"
+    return (f"<div class='grader-verdict {state} tex2jax_ignore' role='status' style='border-left:4px solid {colour};"
             f"padding:4px 8px;margin:4px 0'>{head}{body}</div>")
 
 
@@ -72,7 +74,8 @@ def notes_html(problems: list[str], sandboxed: bool) -> str:
     warn = "" if sandboxed else "<p><b>This submission was graded without a sandbox.</b></p>"
     if not items and not warn:
         return ""
-    return (f"<div style='border:2px solid #b42318;padding:8px;margin:8px'><b>Notes from the grader</b>"
+    return (f"<div class='tex2jax_ignore' style='border:2px solid #b42318;padding:8px;margin:8px'>"
+            f"<b>Notes from the grader</b>"
             f"{warn}<ul>{items}</ul></div>")
 
 
@@ -96,7 +99,8 @@ def page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str,
     c = Config()
     c.HTMLExporter.template_name = "feedback"
     c.HTMLExporter.extra_template_basedirs = [str(nbgrader_templates / "templates")]
-    c.HTMLExporter.extra_template_paths = [str(nbgrader_templates / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
+    bootstrap = nbgrader_templates / "static" / "node_modules" / "bootstrap" / "dist" / "css"
+    c.HTMLExporter.extra_template_paths = [str(bootstrap)]
     exporter = HTMLExporter(config=c)
     exporter.register_preprocessor(GetGrades(), enabled=True)
     resources = {"nbgrader": {"notebook": assignment, "assignment": assignment, "student": student,

@@ -21,14 +21,6 @@ from grader import collect, feedback, flags, gradebook, report, sandbox, verdict
 from grader.run import grade_in_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
-_slot = 0
-
-
-def _init_worker(slots) -> None:
-    global _slot
-    _slot = slots.get()
-
-
 def run_one(assignment: str, text: str, timeout: float, max_points: dict[str, float]) -> dict:
     """Steps 2 and 3 for one rebuilt notebook, in a worker: the run in a sandbox, then the verdicts."""
     import nbformat
@@ -37,10 +29,11 @@ def run_one(assignment: str, text: str, timeout: float, max_points: dict[str, fl
     torch.set_num_threads(1)
     box = Path(tempfile.mkdtemp(prefix="grader-box-"))
     os.chmod(box, 0o755)
+    sandbox.prepare(box)
     try:
         package = Path(__import__("transformer").__file__).resolve().parent
         read_roots = tuple(sorted({sys.prefix, sys.base_prefix, str(package), str(Path(sys.prefix).resolve())}))
-        run = grade_in_sandbox(nbformat.reads(text, as_version=4), assignment, box, _slot, timeout, read_roots)
+        run = grade_in_sandbox(nbformat.reads(text, as_version=4), assignment, box, timeout, read_roots)
         judged = verdicts.judge(assignment, run.replies, max_points)
     finally:
         shutil.rmtree(box, ignore_errors=True)
@@ -49,11 +42,8 @@ def run_one(assignment: str, text: str, timeout: float, max_points: dict[str, fl
 
 
 def _pool(jobs: int):
-    ctx = multiprocessing.get_context("spawn")
-    slots = ctx.Queue()
-    for i in range(jobs):
-        slots.put(i + 1)
-    return concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker, initargs=(slots,))
+    ctx = multiprocessing.get_context("spawn")  # each worker claims a sandbox uid of its own
+    return concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx)
 
 
 def run_all(assignment: str, ready: list, timeout: float, max_points: dict, jobs: int, done) -> None:
@@ -66,7 +56,7 @@ def run_all(assignment: str, ready: list, timeout: float, max_points: dict, jobs
                 sub.note(f"grading failed: {type(exc).__name__}: {str(exc)[:200]}")
         return
     left = list(ready)
-    for attempt in range(2):  # a pool that broke is replaced once for what it had not finished
+    for _attempt in range(2):  # a pool that broke is replaced once for what it had not finished
         with _pool(jobs) as pool:
             futures = {pool.submit(run_one, assignment, text, timeout, max_points): (sub, text) for sub, text in left}
             for future in concurrent.futures.as_completed(futures):
@@ -165,8 +155,9 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
             (out / "feedback" / f"{sub.student}.html").write_text(
                 feedback.problem_page(sub.student, assignment, sub.problems), encoding="utf-8")
         row = {"student": sub.student, "file": sub.source.name, "max_score": total, "score": sub.score,
-               "problems": "; ".join(sub.problems), "sandbox": "UNSANDBOXED" if unsafe else
-               "; ".join(sandboxes.get(sub.student, [])), "flags": "; ".join(flagged.get(sub.student, []))}
+               "problems": report.clean("; ".join(sub.problems)), "sandbox": "UNSANDBOXED" if unsafe else
+               report.clean("; ".join(sandboxes.get(sub.student, []))),
+               "flags": report.clean("; ".join(flagged.get(sub.student, [])))}
         row.update({c: sub.points.get(c, 0.0) for c in max_points})
         rows.append(row)
     cells = list(max_points)

@@ -26,12 +26,13 @@ class SandboxedKernelManager(KernelManager):
     """jupyter_client's manager, with the kernel command wrapped in the sandbox."""
 
     box: Path
-    slot: int = 0
+    sock: Path
     limits: sandbox.Limits = sandbox.Limits()
 
     def format_kernel_cmd(self, extra_arguments=None):
         inner = super().format_kernel_cmd(extra_arguments)
-        return sandbox.command(self.box, inner, self.slot, self.limits)
+        sandbox.give(Path(self.connection_file))  # written just now by the grader, into a new folder
+        return sandbox.command(self.box, self.sock, inner, self.limits)
 
 
 @dataclass
@@ -45,8 +46,10 @@ class Outcome:
 class Kernel:
     """One sandboxed kernel; ``start`` again after it died or was killed."""
 
-    def __init__(self, box: Path, slot: int, limits: sandbox.Limits | None = None):
-        self.box, self.slot, self.limits = box, slot, limits or sandbox.Limits()
+    def __init__(self, box: Path, limits: sandbox.Limits | None = None):
+        """``box``: a folder made by :func:`grader.sandbox.prepare`."""
+        self.box, self.limits = box, limits or sandbox.Limits()
+        self.starts = 0
         self.km: SandboxedKernelManager | None = None
         self.kc = None
 
@@ -61,14 +64,17 @@ class Kernel:
 
     def _start(self) -> None:
         self.stop()
-        sandbox.reap(self.slot)
-        sock = self.box / "sock"
-        sock.mkdir(exist_ok=True)
+        sandbox.reap()
+        self.starts += 1
+        sock = self.box / f"sock{self.starts}"  # new for every kernel: nothing the last one left in it
+        sock.mkdir(mode=0o755)
+        sandbox.give(sock)
         km = SandboxedKernelManager(kernel_name="python3", transport="ipc", ip=str(sock / "k"),
                                     connection_file=str(sock / "kernel.json"))
-        km.box, km.slot, km.limits = self.box, self.slot, self.limits
+        km.box, km.sock, km.limits = self.box, sock, self.limits
         km.kernel_spec.interrupt_mode = "message"  # a signal would reach bwrap, not the kernel
-        km.start_kernel(cwd=str(self.box), env={"PATH": "/usr/bin:/bin"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        km.start_kernel(cwd=str(self.box), env={"PATH": "/usr/bin:/bin"}, stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL)
         self.km, self.kc = km, km.client()
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=READY_S)
@@ -92,7 +98,7 @@ class Kernel:
             except Exception:  # noqa: BLE001 - already gone
                 pass
         self.km = self.kc = None
-        sandbox.reap(self.slot)
+        sandbox.reap()
 
     def execute(self, code: str, timeout: float) -> Outcome:
         """Run ``code``; its outputs, and whether it finished, raised, timed out or killed the kernel."""

@@ -52,25 +52,46 @@ def encode(obj, folder, _count=None):
     return {"array": name, "torch": tensor}
 
 
-def read_json(path):
-    """A JSON file that is a regular file (not a link) of at most MAX_BYTES."""
-    import json
+def open_under(root, rel):
+    """The regular file ``root/rel``, opened for reading without following a link anywhere below
+    ``root`` and without waiting on a pipe; at most MAX_BYTES. ``root`` is trusted, ``rel`` is not."""
     import os
     import stat
 
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
-            raise ValueError(f"{os.path.basename(path)}: expected a regular file of at most {MAX_BYTES} bytes")
-        return json.loads(f.read())
+    parts = [p for p in str(rel).split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        raise ValueError(f"expected a file below the folder, got {str(rel)[:60]!r}")
+    fd = os.open(str(root), os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        handle = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+    finally:
+        os.close(fd)
+    f = os.fdopen(handle, "rb")
+    info = os.fstat(f.fileno())
+    if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
+        f.close()
+        raise ValueError(f"{parts[-1]}: expected a regular file of at most {MAX_BYTES} bytes")
+    return f
+
+
+def read_json(root, rel):
+    """The JSON file ``root/rel`` (see :func:`open_under`)."""
+    import json
+
+    with open_under(root, rel) as f:
+        return json.loads(f.read(MAX_BYTES + 1))
 
 
 def decode(tree, folder, tensors=True, _count=None):
-    """The value ``encode`` wrote; arrays become tensors (``tensors=True``) or numpy arrays."""
-    import os
+    """The value ``encode`` wrote; arrays become tensors (``tensors=True``) or numpy arrays.
+
+    ``folder`` holds the arrays: a path, or ``(root, rel)`` when only ``root`` is trusted.
+    """
     import re
-    import stat
 
     import numpy as np
     count = [0] if _count is None else _count
@@ -97,11 +118,8 @@ def decode(tree, folder, tensors=True, _count=None):
     name = str(tree.get("array"))
     if not re.fullmatch(r"[0-9]{1,9}\.npy", name):
         raise ValueError(f"reply: expected an array file <n>.npy, got {name[:40]!r}")
-    fd = os.open(os.path.join(folder, name), os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as f:
-        info = os.fstat(f.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
-            raise ValueError(f"{name}: expected a regular file of at most {MAX_BYTES} bytes")
+    root, rel = folder if isinstance(folder, tuple) else (folder, "")
+    with open_under(root, f"{rel}/{name}") as f:
         arr = np.load(f, allow_pickle=False)
     if arr.dtype.kind not in ARRAY_KINDS + "c":
         raise ValueError(f"{name}: expected numbers, got an array of {arr.dtype}")

@@ -8,6 +8,13 @@ import csv
 from pathlib import Path
 
 
+def clean(text: str, limit: int = 2000) -> str:
+    """Text that came from a submission, safe for a terminal and a spreadsheet: no control characters
+    (so no terminal escapes), and no leading ``= + - @`` that a spreadsheet would run as a formula."""
+    text = "".join(ch if ch.isprintable() else " " for ch in str(text))[:limit]
+    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+
+
 def write_csv(out: Path, rows: list[dict], cells: list[str]) -> None:
     columns = ["student", "score", "max_score", *cells, "problems", "sandbox", "flags", "file"]
     with open(out / "grades.csv", "w", newline="", encoding="utf-8") as f:

@@ -64,10 +64,11 @@ for i in range(N):
     there = os.path.join(BOX, "out", GID, str(i))
     os.makedirs(there, exist_ok=True)
     try:
-        req = decode(read_json(os.path.join(where, "request.json")), where, True)
+        req = decode(read_json(where, "request.json"), where, True)
         reply = {"ok": encode(globals()[req["probe"]](user, **req["inputs"]), there)}
     except Exception as exc:
-        reply = {"error": type(exc).__name__ + ": " + str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__}
+        text = str(exc).splitlines()[0][:200] if str(exc) else ""
+        reply = {"error": type(exc).__name__ + (": " + text if text else "")}
     with open(os.path.join(there, "reply.json"), "w") as f:
         import json
         json.dump(reply, f, allow_nan=True)
@@ -136,7 +137,8 @@ def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, box: Path, read_r
             deaths += 1
             if result.status == "died":
                 _event(run, f"the kernel stopped ({where}, exit code {kernel.exit_code()})")
-                run.note(f"{where} stopped the kernel (os._exit or a crash); it was replaced by an error and the rest graded")
+                run.note(f"{where} stopped the kernel (os._exit, a crash or a limit); it was replaced by an error "
+                         "and the rest graded")
                 cell.source = KILLED
                 cell.outputs = [_error("RuntimeError", "this cell stopped the kernel when it was graded")]
             if deaths > MAX_DEATHS:
@@ -178,7 +180,7 @@ def ask(kernel: Kernel, nb, box: Path, assignment: str, timeout: float, run: Run
             _restart(kernel, monitor, replay, timeout)
         result = kernel.execute(_in_kernel(runner, USER="globals()", BOX=repr(str(box)), GID=repr(gid),
                                            N=str(len(cases))), timeout)
-        run.replies[gid] = [read_reply(box / "out" / gid / str(i)) for i in range(len(cases))]
+        run.replies[gid] = [read_reply(box, f"out/{gid}/{i}") for i in range(len(cases))]
         if result.status == "timeout":
             _event(run, f"time limit ({gid} hidden tests)")
             run.note(f"{gid}: the hidden tests ran longer than {timeout:g} s and were stopped")
@@ -189,28 +191,33 @@ def ask(kernel: Kernel, nb, box: Path, assignment: str, timeout: float, run: Run
             run.note(f"{gid}: the kernel stopped during the hidden tests")
 
 
-def read_reply(folder: Path) -> tuple[str, object]:
-    """("ok", value), ("error", what the student's code raised), or ("missing"/"malformed", why)."""
+def read_reply(root: Path, rel: str = ".") -> tuple[str, object]:
+    """("ok", value), ("error", what the student's code raised), or ("missing"/"malformed", why).
+
+    The reply lies in ``root/rel``, a folder the kernel wrote: it is read without following links
+    or waiting on pipes (``plain.open_under``), and only as plain data.
+    """
+    folder = (str(root), rel)
     try:
-        tree = plain.read_json(folder / "reply.json")
+        tree = plain.read_json(root, f"{rel}/reply.json")
     except FileNotFoundError:
         return ("missing", "no reply")
-    except Exception as exc:  # noqa: BLE001 - anything unreadable is malformed
+    except (Exception, RecursionError) as exc:  # noqa: BLE001 - anything unreadable is malformed
         return ("malformed", f"unreadable reply ({type(exc).__name__})")
     try:
         if isinstance(tree, dict) and set(tree) == {"error"}:
             return ("error", str(tree["error"])[:300])
         if isinstance(tree, dict) and set(tree) == {"ok"}:
-            return ("ok", plain.decode(tree["ok"], str(folder), tensors=True))
+            return ("ok", plain.decode(tree["ok"], folder, tensors=True))
         return ("malformed", "a reply that is neither a value nor an error")
     except (Exception, RecursionError) as exc:  # noqa: BLE001
         return ("malformed", f"a reply that is not plain data ({type(exc).__name__}: {str(exc)[:100]})")
 
 
-def grade_in_sandbox(nb, assignment: str, box: Path, slot: int, timeout: float, read_roots: tuple) -> Run:
+def grade_in_sandbox(nb, assignment: str, box: Path, timeout: float, read_roots: tuple) -> Run:
     """Steps 2 and the kernel half of 3: the notebook, then the probes, in one sandbox."""
     run = Run(nb)
-    kernel = Kernel(box, slot)
+    kernel = Kernel(box)
     try:
         run_notebook(kernel, nb, timeout, run, box, read_roots)
         replay = [c.source for c in nb.cells if c.cell_type == "code" and c.source != KILLED]
@@ -219,7 +226,7 @@ def grade_in_sandbox(nb, assignment: str, box: Path, slot: int, timeout: float, 
         if kernel.alive():
             kernel.execute(_in_kernel(EVENTS, BOX=repr(str(box))), timeout)
         try:
-            events = plain.read_json(box / "events.json")
+            events = plain.read_json(box, "out/events.json")
             for e in events[:20] if isinstance(events, list) else []:
                 _event(run, str(e)[:160])
         except Exception:  # noqa: BLE001 - no record: nothing to report
@@ -233,6 +240,6 @@ def grade_in_sandbox(nb, assignment: str, box: Path, slot: int, timeout: float, 
 EVENTS = r'''
 import json, os, sys
 events = getattr(sys.modules.get("__grader_events__"), "events", [])
-with open(os.path.join(BOX, "events.json"), "w") as f:
+with open(os.path.join(BOX, "out", "events.json"), "w") as f:
     json.dump([str(e) for e in events][:20], f)
 '''

@@ -22,8 +22,10 @@ import transformer
 
 UNSAFE = "UNSAFE_NO_SANDBOX"
 HOME = "/home/student"
-FIRST_UID = 61000  # root grading: worker n runs its kernels as uid FIRST_UID + n
+FIRST_UID = 61000  # root grading: each grading process claims a uid of its own from here on
+UID_LOCKS = Path("/run/lock/transformer-grader") if Path("/run/lock").is_dir() else Path("/tmp/transformer-grader")
 TMPFS_BYTES = 256 * 2**20  # the private /tmp, and HOME
+_claimed: tuple[int, int] | None = None  # (uid, fd of its lock), held until this process ends
 
 
 @dataclass
@@ -55,7 +57,7 @@ def _parents(path: Path, made: set[str]) -> list[str]:
     out = []
     for parent in reversed(path.parents):
         p = str(parent)
-        if p != "/" and p not in made and not p.startswith(("/usr", "/tmp")):
+        if p not in ("/", "/tmp", "/home") and p not in made and not p.startswith("/usr"):
             made.add(p)
             out += ["--perms", "0755", "--dir", p]
     return out
@@ -71,7 +73,7 @@ def _mounts() -> list[str]:
         elif top.is_dir():
             args += ["--ro-bind", str(top), str(top)]
     size = str(TMPFS_BYTES)  # a tmpfs lives in memory: bounded, so files cannot fill the machine's
-    args += ["--proc", "/proc", "--dev", "/dev", "--size", size, "--tmpfs", "/tmp",
+    args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
              "--perms", "0755", "--size", size, "--tmpfs", "/home"]
     made: set[str] = set()
     package = Path(transformer.__file__).resolve().parent
@@ -93,48 +95,121 @@ def environment(home: str = HOME) -> dict[str, str]:
             "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1"}
 
 
-def command(box: Path, inner: list[str], slot: int, limits: Limits) -> list[str]:
-    """The argv that runs ``inner`` in a fresh sandbox with ``box`` writable."""
+def command(box: Path, sock: Path, inner: list[str], limits: Limits) -> list[str]:
+    """The argv that runs ``inner`` in a fresh sandbox.
+
+    Of ``box`` the kernel sees ``in/`` read-only (the grader's questions), ``out/`` (its answers)
+    and ``sock`` (its connection file and sockets, new for every kernel) writable. ``box`` itself is
+    the grader's, so the kernel can never swap one of these folders for a link.
+    """
     if unsafe():  # the same environment and limits, but the grader's own view of the machine
         home = box / "home"
         home.mkdir(exist_ok=True)
         env = [f"{k}={v}" for k, v in environment(str(home)).items()]
         return ["env", "-i", *env, "prlimit", *_prlimits(limits, root=False), "--", *inner]
-    env = environment()
-    root = os.geteuid() == 0
-    args = ["bwrap", *_mounts(), "--perms", "0777", "--dir", HOME,
-            *_parents(box, set()), "--bind", str(box), str(box),
+    uid = sandbox_uid()
+    made: set[str] = set()
+    args = ["bwrap", *_mounts(), "--perms", "0777", "--dir", HOME, *_parents(box / "in", made),
+            "--ro-bind", str(box / "in"), str(box / "in"), "--bind", str(box / "out"), str(box / "out"),
+            "--bind", str(sock), str(sock),
             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--hostname", "sandbox", "--die-with-parent", "--new-session", "--chdir", HOME, "--clearenv"]
-    for k, v in env.items():
+    for k, v in environment().items():
         args += ["--setenv", k, v]
-    if root:  # drop to an unprivileged uid inside, so limits on processes apply
-        uid = sandbox_uid(slot)
-        for path in [box, *box.rglob("*")]:
-            os.chown(path, uid, uid, follow_symlinks=False)
+    if uid is not None:  # drop to an unprivileged uid inside, so limits on processes apply
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
                  "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all",
                  "--bounding-set=-all"]
     else:
         args += ["--"]
-    return ["prlimit", *_prlimits(limits, root), "--", *args, *inner]
+    argv = ["prlimit", *_prlimits(limits, uid is not None), "--", *args, *inner]
+    groups = cgroups(limits)
+    if groups:  # the sandbox joins them before it starts: all it ever runs is counted there
+        join = "; ".join(f"echo $$ > {g}" for g in groups)
+        argv = ["sh", "-c", join + '; exec "$@"', "sh", *argv]
+    return argv
 
 
-def sandbox_uid(slot: int) -> int | None:
-    """The uid the kernels of worker ``slot`` run as (when grading as root), else None."""
-    return FIRST_UID + slot if os.geteuid() == 0 and not unsafe() else None
+_cgroups: list[Path] | None = None
 
 
-def reap(slot: int, wait: float = 5.0) -> int:
-    """Kill whatever still runs as the slot's uid (a sandbox that is going away); how many were left.
+def cgroups(limits: Limits) -> list[Path]:
+    """This process's control groups (root only): its sandboxes share a CPU weight equal to every other
+    sandbox's, however many processes they start, and a bound on all the memory they hold (tmpfs and
+    memfd files included) and on their processes. The ``cgroup.procs`` files to join; [] where none."""
+    global _cgroups
+    if _cgroups is not None:
+        return _cgroups
+    _cgroups, uid = [], sandbox_uid()
+    if uid is None:
+        return _cgroups
+    name = f"transformer-grader-{uid}"
+    settings = {"cpu": {"cpu.shares": "1024"}, "memory": {"memory.limit_in_bytes": str(limits.memory_bytes)},
+                "pids": {"pids.max": str(limits.processes)}}
+    for controller, values in settings.items():
+        group = Path("/sys/fs/cgroup") / controller / name
+        try:
+            group.mkdir(exist_ok=True)
+            for key, value in values.items():
+                (group / key).write_text(value)
+            _cgroups.append(group / "cgroup.procs")
+        except OSError:
+            continue  # not a cgroup-v1 machine, or not allowed: the rlimits still hold
+    return _cgroups
 
-    A sandbox's processes die with it, but not in an instant; the next sandbox of the same slot
-    waits for them, so that it starts with its whole process limit.
+
+def prepare(box: Path) -> None:
+    """The box's folders: ``in`` is the grader's, ``out`` the kernel's (before any kernel runs)."""
+    (box / "in").mkdir(mode=0o755)
+    (box / "out").mkdir(mode=0o755)
+    give(box / "out")
+
+
+def give(path: Path) -> None:
+    """Hand a folder (or file) the grader just made to the kernel's uid."""
+    uid = sandbox_uid()
+    if uid is not None:
+        os.chown(path, uid, uid, follow_symlinks=False)
+
+
+def sandbox_uid() -> int | None:
+    """The uid this process's kernels run as when grading as root (claimed once, locked), else None.
+
+    The uid is this process's alone, also against another grading run on the same machine: a lock
+    file per uid, held while the process lives, so no two processes share one uid's process limit,
+    and reaping a uid never touches another run's kernels.
+    """
+    global _claimed
+    if os.geteuid() != 0 or unsafe():
+        return None
+    if _claimed is None:
+        import fcntl
+
+        UID_LOCKS.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for uid in range(FIRST_UID, FIRST_UID + 4096):
+            fd = os.open(UID_LOCKS / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            _claimed = (uid, fd)
+            break
+        else:
+            raise RuntimeError(f"no free sandbox uid in {FIRST_UID}..{FIRST_UID + 4095}")
+    return _claimed[0]
+
+
+def reap(wait: float = 5.0) -> int:
+    """Kill whatever still runs as this process's sandbox uid (a sandbox going away); how many were left.
+
+    A sandbox's processes die with it, but not in an instant; the next sandbox waits for them, so
+    that it starts with its whole process limit.
     """
     import signal
     import time
 
-    uid = sandbox_uid(slot)
+    uid = sandbox_uid()
     if uid is None:
         return 0
     end, found = time.monotonic() + wait, 0

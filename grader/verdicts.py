@@ -7,6 +7,7 @@ displayed counts.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 
 from grader import hidden
@@ -29,8 +30,10 @@ def judge_cell(cases: list[hidden.Case], replies: list, max_points: float) -> Ve
                 problem = case.judge(reply)
             except Exception as exc:  # noqa: BLE001 - a reply the judge cannot read is a wrong reply
                 problem = f"the result could not be compared ({type(exc).__name__}: {str(exc)[:120]})"
-        elif kind == "error":  # the type only: a message could carry the hidden inputs back to the student
-            problem = f"raised {str(reply).split(':')[0]} (run the visible check to see the message)"
+        elif kind == "error":  # a message, or a type made up on the spot, could carry the hidden inputs back
+            name = str(reply).split(":")[0]
+            shown = name if isinstance(getattr(builtins, name, None), type) else "an exception of its own type"
+            problem = f"raised {shown} (run the visible check to see the message)"
         else:
             problem = f"no usable answer ({reply})"
         if problem:

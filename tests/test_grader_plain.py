@@ -61,3 +61,20 @@ def test_a_malformed_reply_is_reported_not_fatal(tmp_path):
     (tmp_path / "c").mkdir()
     (tmp_path / "c" / "reply.json").write_text(json.dumps({"ok": {"tuple": [1], "dict": {}, "x": 1}}))
     assert read_reply(tmp_path / "c")[0] == "malformed"
+
+
+def test_a_pipe_or_a_linked_folder_is_refused_without_waiting(tmp_path):
+    """The kernel owns the reply folders: a FIFO must not block the grader, a link must not lead it out."""
+    (tmp_path / "out" / "g" / "0").mkdir(parents=True)
+    os.mkfifo(tmp_path / "out" / "g" / "0" / "reply.json")
+    assert read_reply(tmp_path, "out/g/0")[0] == "malformed"          # returns at once: O_NONBLOCK
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "reply.json").write_text(json.dumps({"ok": 1}))
+    os.symlink(outside, tmp_path / "out" / "g" / "1")
+    assert read_reply(tmp_path, "out/g/1")[0] == "malformed"          # a linked folder is not followed
+    (tmp_path / "out" / "g" / "2").mkdir()
+    (tmp_path / "out" / "g" / "2" / "reply.json").write_text(json.dumps({"ok": {"array": "1.npy", "torch": None}}))
+    os.symlink(outside / "x.npy", tmp_path / "out" / "g" / "2" / "1.npy")
+    np.save(outside / "x.npy", np.arange(2))
+    assert read_reply(tmp_path, "out/g/2")[0] == "malformed"          # nor a linked array

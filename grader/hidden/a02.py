@@ -66,8 +66,8 @@ def _rows_judge(want: list[list[float]], tol: float):
 def ex1_one_hot_by_hand():
     E = [[1, 0, 2], [0, 3, 1], [2, 2, 0], [1, -1, 4], [0, 1, -2]]
     w = [3, 1, 4, 3]
-    O = [[1 if v == t else 0 for v in range(5)] for t in w]   # one-hot rows
-    ref = [[sum(O[t][v] * E[v][j] for v in range(5)) for j in range(3)] for t in range(4)]
+    one_hot = [[1 if v == t else 0 for v in range(5)] for t in w]
+    ref = [[sum(one_hot[t][v] * E[v][j] for v in range(5)) for j in range(3)] for t in range(4)]
     yield Case("X, the one-hot matrix of 'the cat saw the' times E (4 rows of 3 numbers, each within 1e-6)",
                reads("X"), _rows_judge(ref, 1e-6))
 

@@ -116,7 +116,7 @@ def _relative_judge(q, k, positions, offset):
         if not isinstance(replies, list) or len(replies) != len(positions):
             return "no answer for every position"
         scores = []
-        for t, (rq, rk) in zip(positions, replies):
+        for _t, (rq, rk) in zip(positions, replies):
             a, b = _floats(rq), _floats(rk)
             if a is None or b is None or tuple(a.shape) != (q.shape[0],) or tuple(b.shape) != (k.shape[0],):
                 return f"rope: expected a tensor of shape (d={q.shape[0]},), got {describe(rq if a is None else rk)}"

@@ -55,6 +55,7 @@ def ex1_parameter_count():
 def a10_train_step(user, cfg, state, src, tgt, pad_id, label_smoothing, steps):
     """``steps`` calls of train_step on an EncoderDecoder holding ``state``, with SGD (lr 0.1)."""
     import torch
+
     from transformer import EncoderDecoder, TransformerConfig
     model = EncoderDecoder(TransformerConfig(**cfg))
     model.load_state_dict(state)
@@ -137,6 +138,7 @@ def a10_translator(user, cfg, state, e_src, e_tgt, src, tgt, seed):
     import warnings
 
     import torch
+
     from transformer import TransformerConfig
     from transformer.interop import copy_transformer
     config = TransformerConfig(**cfg)

@@ -42,7 +42,8 @@ def tensor(got, want: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4, dims
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {describe(got)}"
     if tuple(got.shape) != tuple(want.shape):
-        wrong = [d for d, a, b in zip(dims or [], got.shape, want.shape) if a != b] if len(got.shape) == len(want.shape) else []
+        same_rank = len(got.shape) == len(want.shape)
+        wrong = [d for d, a, b in zip(dims or [], got.shape, want.shape) if a != b] if same_rank else []
         which = f" ({', '.join(wrong)} wrong)" if wrong else ""
         return f"expected shape {_shape(want.shape, dims)}, got {tuple(got.shape)}{which}"
     if dtype == "exact" and got.dtype != want.dtype:

@@ -10,11 +10,12 @@ NOTEBOOKS := $(wildcard notebooks/*.ipynb)
 PYTEST_WORKERS ?= 2
 export PYTHONHASHSEED := 0
 
-.PHONY: help env system book test test-fast nbval notebooks exercises lab grade bench clean
+.PHONY: help env system book lint test test-fast nbval notebooks exercises lab grade bench clean
 
 help:
 	@echo "make book    create $(VENV), build the HTML book, print where it is"
-	@echo "make test    create $(VENV), run every check (package, notebooks, exercises, grading, book)"
+	@echo "make test    create $(VENV), run every check (lint, package, notebooks, exercises, grading, book)"
+	@echo "make lint    ruff on the package, tests, benchmarks, tools and grader (configured in pyproject.toml)"
 	@echo "make lab     open JupyterLab here: the chapters in notebooks/, the exercises in exercises/"
 	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder> [JOBS=n]   grade a folder of <student>.ipynb, each in a sandbox"
 	@echo "make bench   time the package against PyTorch; writes _build/bench/results.json"
@@ -55,7 +56,13 @@ book: $(ENV_STAMP) $(ASSETS_STAMP)
 NBVAL := -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env \
 	--nbval-sanitize-with tests/sanitize.cfg notebooks solutions
 
-test: $(ENV_STAMP) $(ASSETS_STAMP) system
+LINTED := transformer tests benchmarks tools grader
+
+lint: $(ENV_STAMP)
+	$(VENV)/bin/ruff check $(LINTED)
+
+# lint first: it takes a second, and a finding there should not wait ten minutes for the rest.
+test: lint $(ASSETS_STAMP) system
 	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile tests
 	OMP_NUM_THREADS=1 $(PY) $(NBVAL)
 	OMP_NUM_THREADS=2 $(PY) $(NBVAL)
@@ -67,16 +74,16 @@ nbval: $(ENV_STAMP)
 	$(PY) $(NBVAL)
 
 notebooks: $(ENV_STAMP)
-	$(PY) tools/execute_notebooks.py $(NOTEBOOKS) solutions/*/*.ipynb
+	$(PY) -m tools.execute_notebooks $(NOTEBOOKS) solutions/*/*.ipynb
 
 exercises: $(ENV_STAMP)
-	$(PY) tools/generate_exercises.py
+	$(PY) -m tools.generate_exercises
 
 lab: $(ENV_STAMP)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=$(CURDIR)
 
 bench: $(ENV_STAMP) $(ASSETS_STAMP)
-	$(PY) benchmarks/bench.py
+	$(PY) -m benchmarks.bench
 
 # Each submission runs in its own bubblewrap sandbox (see book/instructors.md).
 grade: $(ENV_STAMP) $(ASSETS_STAMP) system

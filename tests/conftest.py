@@ -11,11 +11,12 @@ import nbformat
 import pytest
 import torch
 
+from grader.collect import locked_setup as setup_source  # noqa: F401 - the grader's own definition of the setup cells
+
 # Two test workers share two cores: one thread each keeps the small models fast.
 torch.set_num_threads(1)
 
 ROOT = Path(__file__).resolve().parent.parent
-from grader.collect import locked_setup as setup_source  # noqa: E402 - the grader's own definition of the setup cells
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
 
 

@@ -16,9 +16,6 @@ from transformer.model import cross_attention_weights, recorded_attention
 from transformer.train import exact_match, fit, translate
 from transformer.viz.training import TranslationExplorer, translation_attention
 
-
-
-
 D, HEADS, D_FF, V_SRC, V_TGT, PAD = 16, 2, 32, 13, 11, 0
 
 

@@ -12,8 +12,8 @@ import torch
 from transformer import checks
 from transformer.checks import CheckFailed
 
-from conftest import solution_sources
 from bank import CHECKS, EXPECTED, WRONG
+from conftest import solution_sources
 
 CASES = [(a, cell, *w) for a, cells in WRONG.items() for cell, wrongs in cells.items() for w in wrongs]
 

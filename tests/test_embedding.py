@@ -7,8 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from transformer import OutputHead, TokenEmbedding, one_hot, rms
-from transformer import checks
+from transformer import OutputHead, TokenEmbedding, checks, one_hot, rms
 from transformer.checks import CheckFailed
 
 

@@ -35,7 +35,7 @@ def test_there_are_assignments():
 
 
 def test_regenerating_exercises_changes_nothing(tmp_path):
-    subprocess.run([sys.executable, "tools/generate_exercises.py", "--release-dir", str(tmp_path / "release")],
+    subprocess.run([sys.executable, "-m", "tools.generate_exercises", "--release-dir", str(tmp_path / "release")],
                    cwd=ROOT, env=venv_env(), check=True)
     for a in ASSIGNMENTS:
         fresh = sorted(p.relative_to(tmp_path / "release" / a) for p in (tmp_path / "release" / a).rglob("*")

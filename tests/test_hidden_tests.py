@@ -13,11 +13,12 @@ import signal
 import nbformat
 import pytest
 
-from bank import CHECKS, WRONG
-from conftest import notebook_path, setup_source
 from grader import hidden, plain
 from grader.run import read_reply
 from grader.verdicts import judge_cell
+
+from bank import CHECKS, WRONG
+from conftest import notebook_path, setup_source
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # a wrong answer may make PyTorch warn
 LIMIT = 20  # seconds; an answer that runs longer fails, as a cell stopped by the grader's timeout would

@@ -12,7 +12,7 @@ from torch import nn
 
 import transformer as T
 from transformer.interop import copy_multihead
-from transformer.masks import causal_padding_mask, fully_masked_rows, padding_mask
+from transformer.masks import causal_padding_mask, fully_masked_rows, masked_softmax, padding_mask
 
 ATOL = 1e-5
 PAD = 0
@@ -177,6 +177,57 @@ def test_fully_masked_rows_zero_output_and_softmax_nan():
     torch.testing.assert_close(out[:, 2:], ref, atol=ATOL, rtol=0)
 
 
+# ----------------------------------------------------------- the masked softmax
+
+
+def _torch_weights(q, k, mask):
+    """PyTorch's attention weights for the scores ``q k^T``: its attention with the identity as values."""
+    eye = torch.eye(k.shape[-2]).expand(*k.shape[:-2], -1, -1)  # (..., T_k, T_k): row j of the values is e_j
+    return F.scaled_dot_product_attention(q, k, eye, attn_mask=mask, scale=1.0)
+
+
+@pytest.mark.parametrize("layout", ["full", "keys only", "heads"])
+def test_masked_softmax_matches_torch_with_empty_rows(layout):
+    g = torch.Generator().manual_seed(11)
+    q, k = torch.randn(2, 3, 5, 4, generator=g), torch.randn(2, 3, 6, 4, generator=g)  # (batch, heads, T, d)
+    shape = {"full": (2, 3, 5, 6), "keys only": (2, 1, 1, 6), "heads": (3, 5, 6)}[layout]
+    mask = torch.rand(shape, generator=g) > 0.5
+    mask[..., 0] = True  # every query may see key 0 ...
+    mask[0, ..., 0, :] = False  # ... except query 0 of the first entry (for "keys only": every query of sentence 0)
+    weights = masked_softmax(q @ k.transpose(-2, -1), mask)
+    torch.testing.assert_close(weights, _torch_weights(q, k, mask), atol=ATOL, rtol=0)
+    empty = ~mask.any(-1).expand(2, 3, 5)  # (batch, heads, T_q)
+    assert bool(empty.any()) and not bool(empty.all())
+    assert (weights[empty] == 0).all()  # exactly zero, not a uniform average
+    torch.testing.assert_close(weights[~empty].sum(-1), torch.ones(int((~empty).sum())))
+
+
+def test_masked_softmax_by_hand():
+    # Scores [2, 1, 0] with the last key blocked: e^2 / (e^2 + e), e / (e^2 + e), 0; a row with no key: zeros.
+    scores = torch.tensor([[2.0, 1.0, 0.0], [5.0, -1.0, 3.0]])
+    mask = torch.tensor([[True, True, False], [False, False, False]])
+    e = math.e
+    torch.testing.assert_close(masked_softmax(scores, mask),
+                               torch.tensor([[e**2 / (e**2 + e), e / (e**2 + e), 0.0], [0.0, 0.0, 0.0]]))
+    assert torch.equal(masked_softmax(scores), scores.softmax(-1))  # no mask: the plain softmax
+
+
+def test_masked_softmax_gradients_are_finite_and_zero_for_empty_rows():
+    scores = randn(2, 4, 4, seed=12).requires_grad_()
+    mask = causal_padding_mask(torch.tensor([[1, 4, 5, 8], [0, 0, 1, 4]]), PAD)  # rows 0, 1 of sentence 2: no key
+    (masked_softmax(scores, mask) * randn(2, 4, 4, seed=13)).sum().backward()
+    assert torch.isfinite(scores.grad).all()
+    assert (scores.grad[1, :2] == 0).all() and (scores.grad[~mask.expand(2, 4, 4)] == 0).all()
+
+
+def test_attention_weights_are_the_masked_softmax():
+    q, k, v = randn(2, 4, 4, seed=14), randn(2, 4, 4, seed=15), randn(2, 4, 3, seed=16)
+    mask = causal_padding_mask(torch.tensor([[1, 4, 5, 8], [0, 0, 1, 4]]), PAD)
+    out, weights = T.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+    torch.testing.assert_close(weights, _torch_weights(q / 2, k, mask), atol=ATOL, rtol=0)  # scale 1/sqrt(4)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=ATOL, rtol=0)
+
+
 # ----------------------------------------------------------- teacher forcing on the lecture's sentence
 
 
@@ -193,8 +244,10 @@ def test_teacher_forcing_on_the_lectures_sentence():
 
 
 @pytest.mark.parametrize("call, exc, pattern", [
-    (lambda: padding_mask(torch.tensor([[1.0, 0.0]]), 0), TypeError, r"ids: expected an integer tensor .* got dtype torch.float32"),
-    (lambda: padding_mask(torch.tensor([[True, False]]), 0), TypeError, r"ids: expected an integer tensor .* got dtype torch.bool"),
+    (lambda: padding_mask(torch.tensor([[1.0, 0.0]]), 0), TypeError,
+     r"ids: expected an integer tensor .* got dtype torch.float32"),
+    (lambda: padding_mask(torch.tensor([[True, False]]), 0), TypeError,
+     r"ids: expected an integer tensor .* got dtype torch.bool"),
     (lambda: padding_mask(torch.tensor([[1, 0]]), 0.0), TypeError, r"pad_id: expected an int .* got float 0.0"),
     (lambda: padding_mask(torch.tensor([[1, 0]]), True), TypeError, r"pad_id: expected an int .* got bool True"),
     (lambda: causal_padding_mask(torch.tensor([1, 0]), 0), ValueError,
@@ -203,7 +256,16 @@ def test_teacher_forcing_on_the_lectures_sentence():
     (lambda: fully_masked_rows(torch.ones(2, 2)), TypeError, r"mask: expected dtype torch.bool .* got torch.float32"),
     (lambda: fully_masked_rows(torch.ones(3, dtype=torch.bool)), ValueError,
      r"mask: expected at least 2 dimensions \(..., T_q, T_k\), got shape \(3\)"),
-], ids=["float ids", "bool ids", "float pad_id", "bool pad_id", "rank-1 ids", "list ids", "float mask", "1-d mask"])
+    (lambda: masked_softmax(torch.ones(2, 3), torch.ones(2, 3)), TypeError,
+     r"mask: expected dtype torch.bool \(True = may attend\), got torch.float32"),
+    (lambda: masked_softmax(torch.ones(2, 3), torch.ones(2, 4, dtype=torch.bool)), ValueError,
+     r"mask: expected a shape broadcastable to scores \(..., T_q, T_k\) = \(2, 3\), got \(2, 4\)"),
+    (lambda: masked_softmax(torch.ones(2, 3, dtype=torch.long)), TypeError,
+     r"scores: expected a floating-point tensor, got dtype torch.int64"),
+    (lambda: masked_softmax(torch.ones(3)), ValueError,
+     r"scores: expected at least 2 dimensions \(..., T_q, T_k\), got shape \(3\)"),
+], ids=["float ids", "bool ids", "float pad_id", "bool pad_id", "rank-1 ids", "list ids", "float mask", "1-d mask",
+        "float mask to masked_softmax", "mask of the wrong size", "int scores", "1-d scores"])
 def test_invalid_input(call, exc, pattern):
     with pytest.raises(exc, match=pattern):
         call()

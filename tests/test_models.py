@@ -8,6 +8,8 @@ from torch import nn
 
 from transformer import (
     DecoderOnly,
+    Encoder,
+    EncoderBlock,
     EncoderDecoder,
     EncoderOnly,
     TransformerConfig,
@@ -21,8 +23,6 @@ from transformer import (
     teacher_forcing,
     train_step,
 )
-
-
 
 POSITIONAL = ["sinusoidal", "learned", "relative", "rope", "none"]
 V, D = 13, 16
@@ -80,7 +80,7 @@ def test_fast_and_teaching_models_agree(positional):
     if positional == "relative":  # the bias starts at zero; make it matter
         with torch.no_grad():
             for m in (slow, fast):
-                for layer in m.blocks.layers:
+                for layer in m.causal_stack.layers:
                     b = layer.self_attn.relative_bias.bias
                     b.copy_(torch.linspace(-1, 1, b.numel()).view_as(b))
     x = ids(2, 8)
@@ -102,6 +102,16 @@ def test_decoder_only_is_causal(positional, norm_first):
     a, b = model(x), model(y)
     torch.testing.assert_close(a[:, :5], b[:, :5], atol=1e-6, rtol=0)  # the past does not see it
     assert not torch.allclose(a[:, 5:], b[:, 5:], atol=1e-4)  # position 5 onwards does
+
+
+def test_decoder_only_is_a_causal_stack_of_encoder_blocks():
+    # GPT keeps the decoder without cross-attention: the encoder's blocks, made causal by the mask.
+    model = DecoderOnly(config())
+    assert isinstance(model.causal_stack, Encoder)
+    assert all(isinstance(block, EncoderBlock) for block in model.causal_stack.layers)
+    assert model.blocks is model.causal_stack  # the name chapter 10 uses
+    weights = [k for k in model.state_dict() if k.endswith("layers.0.ff.linear1.weight")]
+    assert weights == ["causal_stack.layers.0.ff.linear1.weight"]
 
 
 @pytest.mark.parametrize("positional", POSITIONAL)

@@ -6,6 +6,8 @@ import pytest
 import torch
 
 from transformer import (
+    DecoderOnly,
+    EncoderDecoder,
     EncoderOnly,
     LearnedPositionalEncoding,
     RelativePositionBias,
@@ -17,6 +19,7 @@ from transformer import (
     shift_matrix,
     sinusoidal_encoding,
 )
+from transformer.positional import POSITIONAL_SCHEMES, positional_module
 
 
 def randn(*shape, seed=0, dtype=torch.float32):
@@ -156,6 +159,83 @@ def test_rotary_embedding_offset():
         a = 6 + t
         r = torch.tensor([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
         torch.testing.assert_close(y[0, :, t], x[0, :, t] @ r.T, atol=1e-5, rtol=0)
+
+
+def _rope_as_first_written(x, offset, d, base=10000.0):
+    """RoPE as the package computed it on every call before the cache: angles in float64, then cast."""
+    positions = torch.arange(offset, offset + x.shape[-2])
+    omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    angles = positions.to(torch.float64)[:, None] * omega  # (seq, d / 2)
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).flatten(-2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("offset", [0, 3, 27])
+def test_rotary_cache_equals_the_computation_on_every_call(dtype, offset):
+    rope = RotaryEmbedding(16, max_len=32)
+    x = randn(2, 4, 5, 16, seed=10, dtype=dtype)  # (batch, heads, seq, d_head)
+    assert torch.equal(rope(x, offset=offset), _rope_as_first_written(x, offset, 16))
+
+
+def test_rotary_cache_is_computed_once_as_buffers_outside_the_state_dict():
+    rope = RotaryEmbedding(8, max_len=20)
+    assert rope.cos.shape == rope.sin.shape == (20, 4)  # (max_len, d_head / 2)
+    assert rope.cos.dtype == torch.float64
+    assert {name for name, _ in rope.named_buffers()} == {"cos", "sin"}
+    assert not rope.state_dict() and not list(rope.parameters())
+    angle = 7 / 10000 ** (2 / 8)  # position 7, pair 1
+    assert rope.cos[7, 1].item() == pytest.approx(math.cos(angle), abs=1e-15)
+    assert rope.sin[7, 1].item() == pytest.approx(math.sin(angle), abs=1e-15)
+    assert rope.to(torch.float32).cos.dtype == torch.float32  # the buffers follow the module
+
+
+# ----------------------------------------------------------- the registry
+
+
+def _config(positional):
+    return TransformerConfig(vocab_size=20, d_model=16, n_heads=2, d_ff=32, n_layers=2, dropout=0.0, max_len=16,
+                             positional=positional)
+
+
+def test_registry_names_the_five_schemes():
+    assert POSITIONAL_SCHEMES == {"sinusoidal": SinusoidalPositionalEncoding, "learned": LearnedPositionalEncoding,
+                                  "relative": RelativePositionBias, "rope": RotaryEmbedding, "none": None}
+
+
+# where each scheme must end up: (added to the embeddings, rotating q and k, biasing the scores)
+PLACES = {"sinusoidal": (SinusoidalPositionalEncoding, None, None),
+          "learned": (LearnedPositionalEncoding, None, None),
+          "relative": (torch.nn.Identity, None, RelativePositionBias),
+          "rope": (torch.nn.Identity, RotaryEmbedding, None),
+          "none": (torch.nn.Identity, None, None)}
+
+
+@pytest.mark.parametrize("positional", list(PLACES))
+def test_every_model_puts_the_scheme_where_it_acts(positional):
+    added, rotary, bias = PLACES[positional]
+    cfg = _config(positional)
+    kind = lambda m: None if m is None else type(m)  # noqa: E731
+    translator = EncoderDecoder(cfg)
+    for embed in (translator.src_embed, translator.tgt_embed, DecoderOnly(cfg).embed, EncoderOnly(cfg).embed):
+        assert type(embed.positions) is added
+    layers = [*translator.encoder.layers, *translator.decoder.layers]
+    for layer in layers:
+        assert (kind(layer.self_attn.rope), kind(layer.self_attn.relative_bias)) == (rotary, bias)
+    for layer in translator.decoder.layers:  # cross-attention compares two sequences: no positions inside it
+        assert layer.cross_attn.rope is None and layer.cross_attn.relative_bias is None
+    assert len({id(layer.self_attn.rope) for layer in layers if layer.self_attn.rope is not None}) in (0, len(layers))
+
+
+def test_positional_module_sizes_come_from_the_config():
+    cfg = _config("rope")
+    assert positional_module(cfg, "queries and keys").d_head == 8
+    assert positional_module(cfg, "embeddings") is None
+    assert positional_module(_config("relative"), "scores").bias.shape == (2, 2 * 16 + 1)  # (heads, 2 max_len + 1)
+    assert positional_module(_config("learned"), "embeddings").weight.shape == (16, 16)  # (max_len, d_model)
+    with pytest.raises(ValueError, match=r"acts_on: expected one of .*'scores'.*got 'keys'"):
+        positional_module(cfg, "keys")
 
 
 # ----------------------------------------------------------- relative bias

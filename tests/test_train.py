@@ -60,7 +60,8 @@ def test_label_smoothing_floor_is_the_entropy_of_the_target():
     q = torch.full((v,), other)
     q[5] = right
     logits = q.log()[None, None]  # (1, 1, v)
-    assert sequence_loss(logits, torch.tensor([[5]]), pad_id=None, label_smoothing=eps).item() == pytest.approx(floor, abs=1e-5)
+    loss = sequence_loss(logits, torch.tensor([[5]]), pad_id=None, label_smoothing=eps)
+    assert loss.item() == pytest.approx(floor, abs=1e-5)
     worse = logits.clone()
     worse[0, 0, 5] += 1.0  # more confident than q: the smoothed loss goes up
     assert sequence_loss(worse, torch.tensor([[5]]), pad_id=None, label_smoothing=eps).item() > floor
@@ -172,12 +173,48 @@ def test_fit_with_a_custom_loss_and_a_progress_bar(capsys):
     assert "IntProgress" in capsys.readouterr().out  # outside a notebook the widget shows its text form
 
 
+def test_fit_calls_back_after_every_step_with_its_loss():
+    torch.manual_seed(0)
+    model = DecoderOnly(config())
+    seen = []
+    losses = fit(model, iter([ids(4, 6, i) for i in range(5)]), 5, loss_fn=next_token_loss, warmup=0,
+                 callback=lambda step, loss: seen.append((step, loss, model.training)))
+    assert seen == [(step, loss, True) for step, loss in zip(range(1, 6), losses)]  # during training, in order
+
+
+def test_progress_bar_as_a_callback_shows_the_mean_of_the_last_ten_losses():
+    bar = TrainingProgress(25, description="demo")
+    losses = [float(i) for i in range(1, 26)]
+    for step, loss in enumerate(losses[:9], start=1):
+        bar(step, loss)
+    assert bar.bar.value == 0  # nothing shown before step 10
+    bar(10, losses[9])
+    assert bar.bar.value == 10 and "loss 5.5000" in bar.label.value  # mean of 1 .. 10
+    for step, loss in enumerate(losses[10:], start=11):
+        bar(step, loss)
+    assert bar.bar.value == 25 and "loss 20.5000" in bar.label.value  # the last step: mean of 16 .. 25
+
+
+def test_training_does_not_import_the_pictures():
+    import ast
+    import inspect
+
+    import transformer.train
+
+    tree = ast.parse(inspect.getsource(transformer.train))
+    imported = [node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)]
+    imported += [a.name for node in ast.walk(tree) if isinstance(node, ast.Import) for a in node.names]
+    assert not [m for m in imported if "viz" in m], imported
+
+
 def test_fit_rejects_bad_arguments():
     model = DecoderOnly(config())
     with pytest.raises(ValueError, match="steps: expected a positive int, got 0"):
         fit(model, iter([]), 0)
     with pytest.raises(ValueError, match="label_smoothing"):
         fit(model, iter([]), 1, label_smoothing=-0.1)
+    with pytest.raises(TypeError, match="callback: expected a function callback\\(step, loss\\), got str"):
+        fit(model, iter([]), 1, callback="print")
 
 
 def test_progress_bar_shows_step_and_loss():

@@ -12,8 +12,6 @@ from transformer.train import fit
 from transformer.vision import VisionTransformer, bar_images, patchify
 
 
-
-
 def test_patchify_by_hand():
     image = torch.arange(16.0).reshape(1, 1, 4, 4)
     # 0  1 |  2  3

@@ -10,7 +10,6 @@ import torch
 
 from transformer.viz.positional import EmbeddingScaleExplorer, RopeExplorer, SinusoidalExplorer, value_bars
 
-
 # ----------------------------------------------------------- chapter 2: the scale of the embedding
 
 

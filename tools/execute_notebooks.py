@@ -1,6 +1,6 @@
 """Execute notebooks in place and store their outputs and widget state (authors only).
 
-    python tools/execute_notebooks.py notebooks/04_queries_keys_values.ipynb ...
+    python -m tools.execute_notebooks notebooks/04_queries_keys_values.ipynb ...
 
 Each notebook runs in its own folder with a fresh kernel; saved widget state
 lets the rendered book draw the explorers. Strict nbval later re-runs every

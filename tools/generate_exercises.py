@@ -1,6 +1,6 @@
 """Regenerate student notebooks in exercises/ from their sources in solutions/ (authors only).
 
-    python tools/generate_exercises.py [ASSIGNMENT ...] [--release-dir DIR]
+    python -m tools.generate_exercises [ASSIGNMENT ...] [--release-dir DIR]
 
 Runs ``nbgrader generate_assignment <id> --force`` for the named assignments
 (default: every folder in solutions/), with a throwaway gradebook. The output

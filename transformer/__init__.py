@@ -15,7 +15,7 @@ chapter            module
 8 cross-attention  :mod:`transformer.blocks` (``DecoderBlock``)
 9 output head      :mod:`transformer.heads`, :mod:`transformer.decoding`
 10 the model       :mod:`transformer.config`, :mod:`transformer.model`, :mod:`transformer.train`,
-                   :mod:`transformer.data`, :mod:`transformer.vision`
+                   :mod:`transformer.progress`, :mod:`transformer.data`, :mod:`transformer.vision`
 =================  ===========================================================
 """
 
@@ -27,7 +27,7 @@ from .decoding import generate, greedy_decode, next_token, sample_decode, softma
 from .embedding import TokenEmbedding, rms
 from .feedforward import PositionwiseFeedForward
 from .heads import OutputHead
-from .masks import causal_mask, causal_padding_mask, fully_masked_rows, padding_mask
+from .masks import causal_mask, causal_padding_mask, fully_masked_rows, masked_softmax, padding_mask
 from .model import DecoderOnly, EncoderDecoder, EncoderOnly, count_parameters
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .norm import LayerNorm, RMSNorm
@@ -41,19 +41,29 @@ from .positional import (
     shift_matrix,
     sinusoidal_encoding,
 )
-from .tokenization import (SPECIAL_TOKENS, BPETokenizer, Vocabulary, WordTokenizer, count_pairs, merge_pair, one_hot,
-                           split_words)
+from .tokenization import (
+    SPECIAL_TOKENS,
+    BPETokenizer,
+    Vocabulary,
+    WordTokenizer,
+    count_pairs,
+    merge_pair,
+    one_hot,
+    split_words,
+)
 from .train import sequence_loss, teacher_forcing, train_step
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "viz",
     "BPETokenizer", "Decoder", "DecoderBlock", "DecoderOnly", "Encoder", "EncoderBlock", "EncoderDecoder",
     "EncoderOnly", "LayerNorm", "LearnedPositionalEncoding", "MultiHeadAttention", "OutputHead",
     "PositionwiseFeedForward", "RMSNorm", "RelativePositionBias", "RotaryEmbedding", "SPECIAL_TOKENS",
     "SinusoidalPositionalEncoding", "TokenEmbedding", "TransformerConfig", "Vocabulary", "WordTokenizer",
-    "apply_rope", "causal_mask", "causal_padding_mask", "count_pairs", "count_parameters", "fully_masked_rows", "generate", "greedy_decode",
-    "merge_heads", "merge_pair", "next_token", "one_hot", "padding_mask", "rms", "rotation_matrix", "sample_decode",
-    "scaled_dot_product_attention", "sequence_loss", "shift_matrix", "sinusoidal_encoding",
-    "softmax_with_temperature", "split_heads", "split_words", "teacher_forcing", "train_step",
+    "apply_rope", "causal_mask", "causal_padding_mask", "count_pairs", "count_parameters", "fully_masked_rows",
+    "generate", "greedy_decode", "masked_softmax", "merge_heads", "merge_pair", "next_token", "one_hot",
+    "padding_mask", "rms", "rotation_matrix", "sample_decode", "scaled_dot_product_attention", "sequence_loss",
+    "shift_matrix", "sinusoidal_encoding", "softmax_with_temperature", "split_heads", "split_words",
+    "teacher_forcing", "train_step",
 ]

@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from ._validate import require_choice, require_float, require_mask, require_rank, shape_str
+from .masks import masked_softmax
 
 EMPTY_ROW_POLICIES = ("zero", "raise")
 
@@ -54,19 +55,35 @@ def _check_qkv(q, k, v) -> None:
         )
 
 
-def _empty_rows(mask: torch.Tensor | None, policy: str) -> torch.Tensor | None:
-    """The query rows with no allowed key, as a ``(..., T_q, 1)`` bool, or None if there are none."""
-    if mask is None:
-        return None
-    empty = ~mask.any(dim=-1, keepdim=True)  # (..., T_q, 1)
-    if not bool(empty.any()):
-        return None
-    if policy == "raise":
+def _check_arguments(q, k, v, mask, bias) -> None:
+    """``q, k, v`` that fit together, and a mask and a bias that broadcast to the scores ``(..., T_q, T_k)``."""
+    _check_qkv(q, k, v)
+    score_shape = (*q.shape[:-1], k.shape[-2])  # (batch, [heads,] T_q, T_k)
+    if mask is not None:
+        require_mask("mask", mask, score_shape, "(batch, [heads,] T_q, T_k)")
+    if bias is not None:
+        require_float("bias", bias)
+        try:
+            torch.broadcast_shapes(bias.shape, score_shape)
+        except RuntimeError:
+            raise ValueError(
+                f"bias: expected a shape broadcastable to (batch, [heads,] T_q, T_k) = {score_shape}, "
+                f"got {shape_str(bias)}"
+            ) from None
+
+
+def _empty_rows(mask: torch.Tensor) -> torch.Tensor:
+    """The query rows with no allowed key: ``mask (..., T_q, T_k)`` -> ``(..., T_q, 1)`` bool."""
+    return ~mask.any(dim=-1, keepdim=True)
+
+
+def _refuse_empty_rows(mask: torch.Tensor) -> None:
+    empty = _empty_rows(mask)
+    if bool(empty.any()):
         raise ValueError(
             "mask: expected every query row to allow at least one key, got "
             f"{int(empty.sum())} fully masked row(s); pass empty_rows='zero' to give them a zero output"
         )
-    return empty
 
 
 def scaled_dot_product_attention(
@@ -93,46 +110,38 @@ def scaled_dot_product_attention(
     with ``weights (batch, [heads,] T_q, T_k)`` when ``return_weights=True``.
     ``fast=True`` computes the same thing with ``F.scaled_dot_product_attention``.
     """
-    _check_qkv(q, k, v)
+    _check_arguments(q, k, v, mask, bias)
     require_choice("empty_rows", empty_rows, EMPTY_ROW_POLICIES)
-    score_shape = (*q.shape[:-1], k.shape[-2])  # (batch, [heads,] T_q, T_k)
-    if mask is not None:
-        require_mask("mask", mask, score_shape, "(batch, [heads,] T_q, T_k)")
-    if bias is not None:
-        require_float("bias", bias)
-        try:
-            torch.broadcast_shapes(bias.shape, score_shape)
-        except RuntimeError:
-            raise ValueError(
-                f"bias: expected a shape broadcastable to (batch, [heads,] T_q, T_k) = {score_shape}, "
-                f"got {shape_str(bias)}"
-            ) from None
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
-    empty = _empty_rows(mask, empty_rows)
-    if empty is not None:
-        mask = mask | empty  # let empty rows see everything, then zero them below: no NaN anywhere
+    if mask is not None and empty_rows == "raise":
+        _refuse_empty_rows(mask)
 
     if fast and not return_weights:  # the same numbers from PyTorch's fused kernel: see _fused below
-        return _fused(q, k, v, mask, bias, scale, dropout_p, empty)
+        return _fused(q, k, v, mask, bias, scale, dropout_p)
     # The teaching form: four lines that are the equation.
     # Scaling q before the product equals scaling the scores, and touches T_q*d_k numbers, not T_q*T_k.
     scores = (q * scale) @ k.transpose(-2, -1)  # (..., T_q, d_k) @ (..., d_k, T_k) -> (..., T_q, T_k)
     if bias is not None:
         scores = scores + bias
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))  # blocked keys get -inf ...
-    weights = scores.softmax(dim=-1)  # ... which the softmax turns into 0
-    if empty is not None:
-        weights = weights.masked_fill(empty, 0.0)  # a row with no allowed key attends to nothing
+    weights = masked_softmax(scores, mask)  # blocked keys get 0; a query with no allowed key gets all zeros
     if dropout_p > 0.0:
         weights = F.dropout(weights, dropout_p)
     out = weights @ v  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
     return (out, weights) if return_weights else out
 
 
-def _fused(q, k, v, mask, bias, scale: float, dropout_p: float, empty) -> torch.Tensor:
-    """The fast path of ``scaled_dot_product_attention``: ``F.scaled_dot_product_attention``."""
+def _fused(q, k, v, mask, bias, scale: float, dropout_p: float) -> torch.Tensor:
+    """The fast path of ``scaled_dot_product_attention``: ``F.scaled_dot_product_attention``.
+
+    As in :func:`~transformer.masks.masked_softmax`, a query row with no allowed key sees
+    every key inside the kernel, and its output is set to zero afterwards.
+    """
+    empty = None if mask is None else _empty_rows(mask)  # (..., T_q, 1)
+    if empty is not None and bool(empty.any()):
+        mask = mask | empty
+    else:
+        empty = None
     attn_mask = mask
     if bias is not None:
         attn_mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))

@@ -13,14 +13,15 @@ from .config import TransformerConfig
 from .feedforward import PositionwiseFeedForward
 from .multihead import MultiHeadAttention
 from .norm import make_norm
-from .positional import RelativePositionBias, RotaryEmbedding
+from .positional import positional_module
 
 
 def self_attention_for(cfg: TransformerConfig) -> MultiHeadAttention:
-    """Self-attention with the positional scheme that lives inside attention (RoPE or relative bias)."""
-    rope = RotaryEmbedding(cfg.d_head, cfg.max_len) if cfg.positional == "rope" else None
-    rel = RelativePositionBias(cfg.n_heads, cfg.max_len) if cfg.positional == "relative" else None
-    return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, rope=rope, relative_bias=rel, fast=cfg.fast)
+    """Self-attention with the positional scheme that acts inside attention, if any (RoPE or relative bias)."""
+    rope = positional_module(cfg, "queries and keys")
+    relative_bias = positional_module(cfg, "scores")
+    return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, rope=rope, relative_bias=relative_bias,
+                              fast=cfg.fast)
 
 
 class EncoderBlock(nn.Module):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ._validate import require_choice, require_divisible, require_positive_int
 from .feedforward import ACTIVATIONS
-from .positional import POSITIONAL_SCHEMES
+from .positional import check_positional
 
 
 @dataclass
@@ -44,7 +44,7 @@ class TransformerConfig:
             if getattr(self, name) is not None:
                 require_positive_int(name, getattr(self, name))
         require_divisible(self.d_model, self.n_heads)
-        require_choice("positional", self.positional, POSITIONAL_SCHEMES)
+        check_positional(self)  # a known scheme that fits these sizes (RoPE needs an even d_h)
         require_choice("norm", self.norm, ("layer", "rms"))
         require_choice("activation", self.activation, ACTIVATIONS)
         if not 0.0 <= self.dropout < 1.0:
@@ -54,8 +54,6 @@ class TransformerConfig:
                 f"src_vocab_size: expected None or vocab_size={self.vocab_size} with share_embeddings=True "
                 f"(one vocabulary for both languages), got {self.src_vocab_size}"
             )
-        if self.positional == "rope" and self.d_head % 2:
-            raise ValueError(f"d_model: expected an even d_h = d_model / n_heads for RoPE, got d_h={self.d_head}")
 
     @property
     def d_head(self) -> int:

@@ -17,7 +17,8 @@ def softmax_with_temperature(logits: torch.Tensor, temperature: float = 1.0) -> 
     return (logits / temperature).softmax(dim=-1)
 
 
-def next_token(logits: torch.Tensor, temperature: float = 0.0, generator: torch.Generator | None = None) -> torch.Tensor:
+def next_token(logits: torch.Tensor, temperature: float = 0.0,
+               generator: torch.Generator | None = None) -> torch.Tensor:
     """``(batch, vocab)`` logits -> ``(batch,)`` ids: argmax when ``temperature == 0``, else a sample."""
     require_rank("logits", logits, (2,), "(batch, vocab)")
     if temperature == 0.0:
@@ -92,7 +93,7 @@ def beam_search(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: list[
 
     beams = [(list(prefix), 0.0)]                       # (ids, summed log-probability of the new tokens)
     finished: list[tuple[list[int], float]] = []
-    for step in range(1, max_new_tokens + 1):
+    for _ in range(max_new_tokens):
         ids = torch.tensor([b[0] for b in beams])       # (k, T)
         logp = logits_fn(ids)[:, -1].log_softmax(dim=-1)  # (k, vocab)
         total = logp + torch.tensor([b[1] for b in beams])[:, None]  # (k, vocab)

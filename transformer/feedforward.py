@@ -7,8 +7,8 @@ The same two-layer network is applied to every position separately:
 from __future__ import annotations
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 from ._validate import require_choice, require_positive_int
 

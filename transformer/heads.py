@@ -15,8 +15,8 @@ from __future__ import annotations
 import math
 
 import torch
-from torch import nn
 import torch.nn.functional as F
+from torch import nn
 
 from ._validate import require_float, require_positive_int, shape_str
 from .embedding import TokenEmbedding

@@ -3,7 +3,7 @@
 A causal mask hides the future from a decoder; a padding mask hides the
 ``<pad>`` tokens that fill up the shorter sentences of a batch; ``&`` combines
 them. Attention turns every ``False`` into a score of ``-inf``, which the
-softmax turns into a weight of exactly 0.
+softmax turns into a weight of exactly 0: :func:`masked_softmax`.
 
 PyTorch's ``nn.MultiheadAttention`` uses the opposite convention for boolean
 masks (``True`` = blocked): pass it ``~mask``. ``F.scaled_dot_product_attention``
@@ -16,7 +16,7 @@ import operator
 
 import torch
 
-from ._validate import require_positive_int, require_rank, require_tensor, shape_str
+from ._validate import require_float, require_mask, require_positive_int, require_rank, require_tensor, shape_str
 
 
 def causal_mask(seq_len: int, device=None) -> torch.Tensor:
@@ -73,3 +73,24 @@ def fully_masked_rows(mask: torch.Tensor) -> torch.Tensor:
     if mask.dim() < 2:
         raise ValueError(f"mask: expected at least 2 dimensions (..., T_q, T_k), got shape {shape_str(mask)}")
     return ~mask.any(dim=-1)  # (..., T_q)
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """The softmax of each query's scores over its allowed keys: ``scores (..., T_q, T_k)`` -> weights, same shape.
+
+    ``mask`` is bool, broadcastable to ``scores``, True = may attend. A blocked key's score
+    becomes ``-inf``, so its weight is exactly 0 and the allowed keys' weights still sum to 1.
+    A query row with no allowed key gets all-zero weights: never NaN, in the gradients neither.
+    """
+    require_float("scores", scores)
+    if scores.dim() < 2:
+        raise ValueError(f"scores: expected at least 2 dimensions (..., T_q, T_k), got shape {shape_str(scores)}")
+    if mask is None:
+        return scores.softmax(dim=-1)
+    require_mask("mask", mask, tuple(scores.shape), "scores (..., T_q, T_k)")
+    empty = ~mask.any(dim=-1, keepdim=True)  # (..., T_q, 1): the query rows with no allowed key
+    if not bool(empty.any()):
+        return scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)  # -inf, then e^-inf = 0
+    # An empty row's softmax would be 0/0 = NaN. Let it see every key (finite values and gradients), then zero it.
+    weights = scores.masked_fill(~(mask | empty), float("-inf")).softmax(dim=-1)
+    return weights.masked_fill(empty, 0.0)

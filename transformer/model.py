@@ -23,16 +23,7 @@ from .embedding import TokenEmbedding
 from .heads import OutputHead
 from .masks import causal_padding_mask, padding_mask
 from .multihead import MultiHeadAttention
-from .positional import LearnedPositionalEncoding, SinusoidalPositionalEncoding
-
-
-def added_positional(cfg: TransformerConfig) -> nn.Module:
-    """The encoding added to the embeddings; identity for RoPE, relative bias and NoPE."""
-    if cfg.positional == "sinusoidal":
-        return SinusoidalPositionalEncoding(cfg.d_model, cfg.max_len)
-    if cfg.positional == "learned":
-        return LearnedPositionalEncoding(cfg.d_model, cfg.max_len)
-    return nn.Identity()
+from .positional import positional_module
 
 
 def _check_ids(name: str, ids: torch.Tensor) -> None:
@@ -45,7 +36,8 @@ class _Embed(nn.Module):
     def __init__(self, cfg: TransformerConfig, vocab_size: int):
         super().__init__()
         self.tokens = TokenEmbedding(vocab_size, cfg.d_model)
-        self.positions = added_positional(cfg)
+        added = positional_module(cfg, "embeddings")  # None when the scheme acts inside attention, or for NoPE
+        self.positions = nn.Identity() if added is None else added
         self.drop = nn.Dropout(cfg.dropout)
         self.max_len = cfg.max_len
 
@@ -91,23 +83,34 @@ class EncoderDecoder(nn.Module):
 
 
 class DecoderOnly(nn.Module):
-    """GPT-like: ``forward(ids (batch, T)) -> logits (batch, T, vocab_size)``, each position sees its past."""
+    """GPT-like: ``forward(ids (batch, T)) -> logits (batch, T, vocab_size)``, each position sees its past.
+
+    ``causal_stack`` is the decoder of a decoder-only model: a decoder without
+    cross-attention is a stack of self-attention and feed-forward blocks, the
+    very :class:`~transformer.blocks.Encoder` of chapter 6; the causal mask it
+    is called with makes each position see only its past.
+    """
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.cfg = cfg
         self.embed = _Embed(cfg, cfg.vocab_size)
-        self.blocks = Encoder(cfg)  # self-attention + FFN blocks; the causal mask makes them a decoder
+        self.causal_stack = Encoder(cfg)  # EncoderBlocks that the causal mask turns into a decoder
         self.head = OutputHead(cfg.d_model, cfg.vocab_size, self.embed.tokens if cfg.tie_weights else None)
+
+    @property
+    def blocks(self) -> Encoder:
+        """The former name of :attr:`causal_stack`, which chapter 10 still uses."""
+        return self.causal_stack
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         _check_ids("ids", ids)
         mask = causal_padding_mask(ids, self.cfg.pad_id)  # (batch, T, T)
-        return self.head(self.blocks(self.embed(ids), mask))
+        return self.head(self.causal_stack(self.embed(ids), mask))
 
 
 class EncoderOnly(nn.Module):
-    """BERT-like: ``encode(ids)`` gives hidden states ``(batch, T, d_model)``; ``forward`` gives logits to fill blanks."""
+    """BERT-like: ``encode(ids)`` -> hidden states ``(batch, T, d_model)``; ``forward(ids)`` -> logits for blanks."""
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()

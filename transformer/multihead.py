@@ -12,8 +12,15 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate import (require_divisible, require_float, require_mask, require_positive_int, require_rank,
-                        require_tensor, shape_str)
+from ._validate import (
+    require_divisible,
+    require_float,
+    require_mask,
+    require_positive_int,
+    require_rank,
+    require_tensor,
+    shape_str,
+)
 from .attention import scaled_dot_product_attention
 from .positional import RelativePositionBias, RotaryEmbedding
 

@@ -8,16 +8,25 @@ order are taught here:
 - ``relative``: a trained bias ``b[t - i]`` added to the attention score of query ``t`` and key ``i``;
 - ``rope``: queries and keys rotated by an angle proportional to their position;
 - ``none``: nothing at all (NoPE); only a causal mask can then break the symmetry.
+
+:data:`POSITIONAL_SCHEMES` maps each name to the module that carries it; every
+module says where it acts (``acts_on``) and how a :class:`~transformer.config.TransformerConfig`
+builds it (``from_config``). The rest of the package asks :func:`positional_module`
+and never looks at the name itself.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 from torch import nn
 
-from ._validate import require_positive_int, require_rank, require_tensor, shape_str
+from ._validate import require_choice, require_positive_int, require_rank, require_tensor, shape_str
 
-POSITIONAL_SCHEMES = ("sinusoidal", "learned", "relative", "rope", "none")
+# Where a scheme acts: added to the embeddings before the first block, rotating the queries and keys of every
+# self-attention, or added as a bias to every self-attention score.
+ACTS_ON = ("embeddings", "queries and keys", "scores")
 
 
 def _frequencies(d_model: int, base: float) -> torch.Tensor:
@@ -82,6 +91,12 @@ def _check_added(x: torch.Tensor, max_len: int, d_model: int) -> None:
 class SinusoidalPositionalEncoding(nn.Module):
     """Adds the fixed table: ``(batch, seq, d_model) -> (batch, seq, d_model)``."""
 
+    acts_on: ClassVar[str] = "embeddings"
+
+    @classmethod
+    def from_config(cls, cfg) -> SinusoidalPositionalEncoding:
+        return cls(cfg.d_model, cfg.max_len)
+
     def __init__(self, d_model: int, max_len: int = 512, base: float = 10000.0):
         super().__init__()
         self.register_buffer("table", sinusoidal_encoding(max_len, d_model, base), persistent=False)
@@ -94,6 +109,12 @@ class SinusoidalPositionalEncoding(nn.Module):
 
 class LearnedPositionalEncoding(nn.Module):
     """One trained vector per absolute position, added: ``(batch, seq, d_model)`` in and out."""
+
+    acts_on: ClassVar[str] = "embeddings"
+
+    @classmethod
+    def from_config(cls, cfg) -> LearnedPositionalEncoding:
+        return cls(cfg.d_model, cfg.max_len)
 
     def __init__(self, d_model: int, max_len: int = 512):
         super().__init__()
@@ -112,6 +133,12 @@ class RelativePositionBias(nn.Module):
     Distances beyond ``max_distance`` share the bias of ``max_distance``.
     ``forward(T_q, T_k)`` returns the bias of shape ``(heads, T_q, T_k)``.
     """
+
+    acts_on: ClassVar[str] = "scores"
+
+    @classmethod
+    def from_config(cls, cfg) -> RelativePositionBias:
+        return cls(cfg.n_heads, cfg.max_len)
 
     def __init__(self, n_heads: int, max_distance: int = 128):
         super().__init__()
@@ -136,6 +163,13 @@ def rotation_matrix(angle: float) -> torch.Tensor:
     return torch.stack([torch.stack([a.cos(), -a.sin()]), torch.stack([a.sin(), a.cos()])]).float()
 
 
+def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate each pair ``(x[2i], x[2i+1])`` of ``x (..., seq, d)`` by the angle with ``cos, sin (seq, d / 2)``."""
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., seq, d / 2) each
+    out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., seq, d / 2, 2)
+    return out.flatten(-2)  # (..., seq, d)
+
+
 def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
     """Rotate each pair ``(x[2i], x[2i+1])`` of ``x`` ``(..., seq, d)`` by ``position * omega_i`` (chapter 3).
 
@@ -154,24 +188,79 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, base: flo
     if positions.shape[-1] != seq:
         raise ValueError(f"positions: expected {seq} positions to match x, got shape {shape_str(positions)}")
     angles = positions.to(torch.float64)[..., None] * _frequencies(d, base).to(x.device)  # (seq, d / 2)
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
-    x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., seq, d / 2) each
-    out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., seq, d / 2, 2)
-    return out.flatten(-2)  # (..., seq, d)
+    return _rotate_pairs(x, angles.cos().to(x.dtype), angles.sin().to(x.dtype))
 
 
 class RotaryEmbedding(nn.Module):
-    """RoPE for the queries and keys of one attention layer: ``(batch, heads, seq, d_head)``."""
+    """RoPE for the queries and keys of one attention layer: ``(batch, heads, seq, d_head)`` in and out.
+
+    The cosines and sines of every position's angles, ``(max_len, d_head / 2)``, are computed
+    once, in float64, and kept as buffers; a call only picks its rows and casts them to ``x``'s dtype.
+    """
+
+    acts_on: ClassVar[str] = "queries and keys"
+
+    @classmethod
+    def from_config(cls, cfg) -> RotaryEmbedding:
+        return cls(cfg.d_head, cfg.max_len)
 
     def __init__(self, d_head: int, max_len: int = 512, base: float = 10000.0):
         super().__init__()
         require_positive_int("d_head", d_head)
+        require_positive_int("max_len", max_len)
         if d_head % 2:
             raise ValueError(f"d_head: expected an even head size for RoPE, got {d_head}")
         self.d_head, self.max_len, self.base = d_head, max_len, base
+        positions = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
+        angles = positions * _frequencies(d_head, base)  # (max_len, d_head / 2)
+        self.register_buffer("cos", angles.cos(), persistent=False)
+        self.register_buffer("sin", angles.sin(), persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         require_rank("x", x, (2, 3, 4), "(batch, [heads,] seq, d_head)")
-        _check_length("x", offset + x.shape[-2], self.max_len)
-        positions = torch.arange(offset, offset + x.shape[-2], device=x.device)
-        return apply_rope(x, positions, self.base)
+        if isinstance(offset, bool) or not isinstance(offset, int):
+            raise TypeError(f"offset: expected an int (the position of the first row), got {type(offset).__name__}")
+        if offset < 0:
+            raise ValueError(f"offset: expected the position of the first row, an int >= 0, got {offset}")
+        seq = x.shape[-2]
+        _check_length("x", offset + seq, self.max_len)
+        if x.shape[-1] != self.d_head:
+            raise ValueError(f"x: expected d_head={self.d_head} in the last dimension, got shape {shape_str(x)}")
+        rows = slice(offset, offset + seq)
+        return _rotate_pairs(x, self.cos[rows].to(x.dtype), self.sin[rows].to(x.dtype))  # (..., seq, d_head)
+
+    def extra_repr(self) -> str:
+        return f"d_head={self.d_head}, max_len={self.max_len}, base={self.base:g}"
+
+
+# ----------------------------------------------------------------------------- the registry
+
+POSITIONAL_SCHEMES: dict[str, type[nn.Module] | None] = {
+    "sinusoidal": SinusoidalPositionalEncoding,
+    "learned": LearnedPositionalEncoding,
+    "relative": RelativePositionBias,
+    "rope": RotaryEmbedding,
+    "none": None,  # NoPE: nothing to build
+}
+"""Every positional scheme by name: the module class that carries it (None for ``"none"``)."""
+
+
+def check_positional(cfg) -> None:
+    """Refuse, when a config is made, a scheme unknown or unfit for its sizes (nothing is built)."""
+    require_choice("positional", cfg.positional, POSITIONAL_SCHEMES)
+    if POSITIONAL_SCHEMES[cfg.positional] is RotaryEmbedding and cfg.d_head % 2:
+        raise ValueError(f"d_model: expected an even d_h = d_model / n_heads for RoPE, got d_h={cfg.d_head}")
+
+
+def positional_module(cfg, acts_on: str) -> nn.Module | None:
+    """The module of the scheme ``cfg.positional`` if it acts on ``acts_on`` (one of :data:`ACTS_ON`), else None.
+
+    ``positional_module(cfg, "embeddings")`` is what a model adds to its token embeddings;
+    ``"queries and keys"`` and ``"scores"`` are what each self-attention layer gets.
+    """
+    require_choice("acts_on", acts_on, ACTS_ON)
+    check_positional(cfg)
+    scheme = POSITIONAL_SCHEMES[cfg.positional]
+    if scheme is None or scheme.acts_on != acts_on:
+        return None
+    return scheme.from_config(cfg)

@@ -1,7 +1,8 @@
 """Training with teacher forcing (chapters 7, 9 and 10).
 
 :func:`train_step` is one optimizer step of a translator; :func:`fit` repeats
-it with Adam, a short warm-up and an optional progress bar; :func:`translate`
+it with Adam and a short warm-up, and calls back after every step (to show a
+progress bar, say); :func:`translate`
 and :func:`exact_match` measure what the translator learned. The loss
 functions :func:`translation_loss`, :func:`next_token_loss` and
 :func:`masked_token_loss` train the three kinds of model of chapter 10.
@@ -16,6 +17,7 @@ import torch.nn.functional as F
 
 from ._validate import require_positive_int, require_rank
 from .decoding import greedy_decode
+from .progress import TrainingProgress
 
 
 def teacher_forcing(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -95,30 +97,34 @@ def warmup_factor(step: int, warmup: int) -> float:
 
 def fit(model, batches: Iterator, steps: int, loss_fn: Callable | None = None, lr: float = 1e-3,
         warmup: int = 100, label_smoothing: float = 0.0, pad_id: int = 0, clip: float | None = 1.0,
-        progress: bool = False, description: str = "training") -> list[float]:
+        progress: bool = False, description: str = "training",
+        callback: Callable[[int, float], None] | None = None) -> list[float]:
     """Train ``model`` for ``steps`` batches drawn from ``batches``; returns the loss of every step (chapter 10).
 
     ``loss_fn(model, batch) -> loss`` defaults to :func:`translation_loss`
     (batches ``(src, tgt)``, teacher forcing). The optimizer is Adam with the
     2017 paper's ``betas = (0.9, 0.98)`` and ``eps = 1e-9``; the learning rate
     warms up linearly for ``warmup`` steps; gradients are clipped to norm
-    ``clip``. ``progress=True`` shows a progress bar widget in a notebook.
-    The model is left in eval mode.
+    ``clip``. After every step, ``callback(step, loss)`` is called with the
+    step (from 1) and its loss. ``progress=True`` displays a
+    :class:`~transformer.progress.TrainingProgress` bar named ``description``
+    and calls it back too. The model is left in eval mode.
     """
     require_positive_int("steps", steps)
     _check_smoothing(label_smoothing)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback: expected a function callback(step, loss), got {type(callback).__name__}")
     if loss_fn is None:
         def loss_fn(m, batch):
             return translation_loss(m, batch, pad_id, label_smoothing)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
-    bar = None
+    callbacks = [] if callback is None else [callback]
     if progress:
         from IPython.display import display
 
-        from .viz.training import TrainingProgress
-
         bar = TrainingProgress(steps, description)
         display(bar.widget)
+        callbacks.append(bar)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9)
     losses = []
     model.train()
     for step in range(1, steps + 1):
@@ -131,8 +137,8 @@ def fit(model, batches: Iterator, steps: int, loss_fn: Callable | None = None, l
             torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
         optimizer.step()
         losses.append(loss.item())
-        if bar is not None and (step % 10 == 0 or step == steps):
-            bar.update(step, sum(losses[-10:]) / len(losses[-10:]))
+        for call_back in callbacks:
+            call_back(step, losses[-1])
     model.eval()
     return losses
 

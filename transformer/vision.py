@@ -80,7 +80,8 @@ class VisionTransformer(nn.Module):
         return self.head(h[:, 0])  # the [class] position -> (batch, n_classes)
 
 
-def bar_images(n: int, generator: torch.Generator, size: int = 12, noise: float = 0.3) -> tuple[torch.Tensor, torch.Tensor]:
+def bar_images(n: int, generator: torch.Generator, size: int = 12,
+               noise: float = 0.3) -> tuple[torch.Tensor, torch.Tensor]:
     """``n`` noisy ``size x size`` images, each with one bright bar: ``(images (n, 1, size, size), labels (n,))``.
 
     Label 0: the bar is horizontal; label 1: vertical. Bars are 4 to 6 pixels

@@ -1,20 +1,86 @@
 """Immediate, layered feedback for the exercise notebooks.
 
-:mod:`transformer.checks.core` holds the machinery (``compare`` and the layered
-report); one module per chapter (``ch04`` for chapter 4) holds that chapter's
-checks, listed in its ``__all__``. Every check is re-exported here, so an
-exercise notebook can write ``from transformer.checks import check_attention``.
+:mod:`transformer.checks.core` holds the machinery (``compare``, the layered
+report and :class:`~transformer.checks.core.Mistake`);
+:mod:`transformer.checks.references` the seeded references that the module
+exercises are compared with; one module per chapter (``ch04`` for chapter 4)
+holds that chapter's checks, and :mod:`transformer.checks.mistakes` the known
+mistakes of every exercise, as data. Every check is re-exported here, so an
+exercise notebook can write ``from transformer.checks import check_attention``;
+``MISTAKES`` gathers the known mistakes of every check, by the check's name.
 """
 
-import importlib as _importlib
-import pkgutil as _pkgutil
+from . import ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10
+from .ch00 import RECURRENCE_KEYS, check_attend, check_elman_rnn, check_recurrence_by_hand
+from .ch01 import BY_HAND_VOCAB, check_count_pairs, check_merge_pair, check_tokens_by_hand, check_word_tokenizer
+from .ch02 import (
+    check_embed_one_hot,
+    check_embedding_module,
+    check_one_hot_by_hand,
+    check_rms_scales,
+    one_hot_exercise_inputs,
+)
+from .ch03 import (
+    TABLE_ENTRIES,
+    check_relative_bias_softmax,
+    check_rope,
+    check_shift_matrix,
+    check_sinusoidal_module,
+    check_table_entries,
+)
+from .ch04 import check_attention, check_causal_mask, check_flying_arrows, check_self_attention, flying_arrows_inputs
+from .ch05 import check_head_arithmetic, check_merge_heads, check_multihead_attention, check_split_heads
+from .ch06 import check_encoder_block, check_layer_norm, check_layer_norm_by_hand, layer_norm_by_hand_inputs
+from .ch07 import (
+    MASKED_ROW_SCORES,
+    check_causal_by_hand,
+    check_causal_padding_mask,
+    check_masked_attention,
+    check_masked_row,
+    check_padding_mask,
+    check_teacher_forcing_shift,
+)
+from .ch08 import CROSS_SHAPES_SETTING, check_cross_attention, check_cross_shapes, check_decoder_block_layer
+from .ch09 import (
+    by_hand_inputs,
+    check_greedy_decoding,
+    check_masked_cross_entropy,
+    check_output_by_hand,
+    check_tied_output_head,
+)
+from .ch10 import base_model_counts, check_parameter_count, check_train_step, check_translator
+from .core import PASSED, CheckFailed, Mistake, compare
 
-from .core import PASSED, CheckFailed, compare
+MISTAKES = {**ch00.MISTAKES, **ch01.MISTAKES, **ch02.MISTAKES, **ch03.MISTAKES, **ch04.MISTAKES, **ch05.MISTAKES,
+            **ch06.MISTAKES, **ch07.MISTAKES, **ch08.MISTAKES, **ch09.MISTAKES, **ch10.MISTAKES}
+"""The known mistakes of every exercise, by the name of its check: ``MISTAKES["check_attention"]``."""
 
-__all__ = ["PASSED", "CheckFailed", "compare"]
-
-for _info in sorted(_pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    if _info.name.startswith("ch"):
-        _module = _importlib.import_module(f"{__name__}.{_info.name}")
-        globals().update({name: getattr(_module, name) for name in _module.__all__})
-        __all__ += list(_module.__all__)
+__all__ = [
+    "PASSED", "CheckFailed", "MISTAKES", "Mistake", "compare",
+    # chapter 0
+    "check_recurrence_by_hand", "check_attend", "check_elman_rnn", "RECURRENCE_KEYS",
+    # chapter 1
+    "check_tokens_by_hand", "check_count_pairs", "check_merge_pair", "check_word_tokenizer", "BY_HAND_VOCAB",
+    # chapter 2
+    "check_one_hot_by_hand", "check_rms_scales", "check_embed_one_hot", "check_embedding_module",
+    "one_hot_exercise_inputs",
+    # chapter 3
+    "check_table_entries", "check_shift_matrix", "check_rope", "check_relative_bias_softmax",
+    "check_sinusoidal_module", "TABLE_ENTRIES",
+    # chapter 4
+    "check_flying_arrows", "check_attention", "check_causal_mask", "check_self_attention", "flying_arrows_inputs",
+    # chapter 5
+    "check_head_arithmetic", "check_split_heads", "check_merge_heads", "check_multihead_attention",
+    # chapter 6
+    "check_layer_norm_by_hand", "check_layer_norm", "check_encoder_block", "layer_norm_by_hand_inputs",
+    # chapter 7
+    "check_masked_row", "check_causal_by_hand", "check_teacher_forcing_shift", "check_padding_mask",
+    "check_causal_padding_mask", "check_masked_attention", "MASKED_ROW_SCORES",
+    # chapter 8
+    "check_cross_shapes", "check_cross_attention", "check_decoder_block_layer", "CROSS_SHAPES_SETTING",
+    # chapter 9
+    "check_output_by_hand", "check_masked_cross_entropy", "check_greedy_decoding", "check_tied_output_head",
+    "by_hand_inputs",
+    # chapter 10
+    "check_parameter_count", "check_train_step", "check_translator", "base_model_counts",
+]

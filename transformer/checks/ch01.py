@@ -8,7 +8,8 @@ from collections.abc import Callable
 import torch
 
 from ..tokenization import SPECIAL_TOKENS, Vocabulary, WordTokenizer, count_pairs, merge_pair
-from .core import call, compare, fail, report, require_keys
+from .core import Mistake, call, compare, fail, outputs, report, require_keys, values_of
+from .mistakes.ch01 import COUNT_PAIRS_MISTAKES, MERGE_PAIR_MISTAKES, WORD_TOKENIZER_MISTAKES
 
 __all__ = ["check_tokens_by_hand", "check_count_pairs", "check_merge_pair", "check_word_tokenizer",
            "BY_HAND_VOCAB"]
@@ -33,35 +34,42 @@ def _by_hand_expected() -> dict:
             "text": tok.decode(BY_HAND_IDS)}
 
 
+def _by_hand_mistakes() -> list[Mistake]:
+    expected = _by_hand_expected()
+    stoi = {tok: i for i, tok in enumerate(BY_HAND_VOCAB)}
+    apple = [stoi[w] for w in "I ate an apple".split()]
+    banana = [stoi.get(w, stoi["<unk>"]) for w in "you ate a banana".split()]
+    specials = "a sentence starts with <sos> and ends with <eos>: they are tokens too, each with its id."
+    from_one = "ids count from 0: <pad> has id 0."
+    return [
+        Mistake("no specials", specials, apple, "ids_apple"),
+        Mistake("counted from 1", from_one, [i + 1 for i in expected["ids_apple"]], "ids_apple"),
+        Mistake("order of the sentence", "read the ids off the vocabulary given above, not off the order of the words "
+                "in the sentence.", [1, 4, 5, 6, 7, 2], "ids_apple"),
+        Mistake("sos and eos swapped", "<sos> (start of sequence) has id 1 and <eos> (end of sequence) id 2.",
+                [2, *apple, 1], "ids_apple"),
+        Mistake("no specials", specials, banana, "ids_banana"),
+        Mistake("unknown word dropped", "an unknown word still takes its place in the sentence: it becomes <unk>.",
+                [1, *banana[:-1], 2], "ids_banana"),
+        Mistake("unknown word as pad", "<unk> stands for an unknown word; <pad> (id 0) only fills up short sentences.",
+                [1, *banana[:-1], 0, 2], "ids_banana"),
+        Mistake("counted from 1", from_one, [i + 1 for i in expected["ids_banana"]], "ids_banana"),
+    ]
+
+
+BY_HAND_MISTAKES = _by_hand_mistakes()
+
+
 def check_tokens_by_hand(answers) -> None:
     """Ids of "<sos> I ate an apple <eos>" and of "you ate a banana" (with specials), and one decoded text."""
     __tracebackhide__ = True
     name = "tokens by hand"
     require_keys(name, answers, BY_HAND_KEYS)
     expected = _by_hand_expected()
-    stoi = {tok: i for i, tok in enumerate(BY_HAND_VOCAB)}
-    apple = [stoi[w] for w in "I ate an apple".split()]
-    banana = [stoi.get(w, stoi["<unk>"]) for w in "you ate a banana".split()]
-    specials_hint = "a sentence starts with <sos> and ends with <eos>: they are tokens too, each with its id."
-    mistakes = {
-        "ids_apple": {
-            specials_hint: apple,
-            "ids count from 0: <pad> has id 0.": [i + 1 for i in expected["ids_apple"]],
-            "read the ids off the vocabulary given above, not off the order of the words in the sentence.":
-                [1, 4, 5, 6, 7, 2],
-            "<sos> (start of sequence) has id 1 and <eos> (end of sequence) id 2.": [2, *apple, 1],
-        },
-        "ids_banana": {
-            specials_hint: banana,
-            "an unknown word still takes its place in the sentence: it becomes <unk>.": [1, *banana[:-1], 2],
-            "<unk> stands for an unknown word; <pad> (id 0) only fills up short sentences.": [1, *banana[:-1], 0, 2],
-            "ids count from 0: <pad> has id 0.": [i + 1 for i in expected["ids_banana"]],
-        },
-    }
     problems = []
     for key in ("ids_apple", "ids_banana"):
         want = torch.tensor(expected[key], dtype=torch.float64)
-        hints = {text: torch.tensor(ids, dtype=torch.float64) for text, ids in mistakes[key].items()}
+        hints = {text: torch.tensor(ids, dtype=torch.float64) for text, ids in values_of(BY_HAND_MISTAKES, key).items()}
         problems += compare(answers[key], want, ("token",), atol=0.0, rtol=0.0, mistakes=hints, what=key)
     text = answers["text"]
     if not isinstance(text, str):
@@ -83,30 +91,14 @@ def _pairs_cases():
     return [("five words", words), ("no pairs", {("a",): 3, ("lo",): 1}), ("empty", {})]
 
 
-def _pairs_mistakes(words) -> dict[str, dict]:
-    unweighted, once, chars = {}, {}, {}
-    for symbols, freq in words.items():
-        for p in zip(symbols, symbols[1:]):
-            unweighted[p] = unweighted.get(p, 0) + 1
-        for p in set(zip(symbols, symbols[1:])):
-            once[p] = once.get(p, 0) + freq
-        s = "".join(symbols)
-        for p in zip(s, s[1:]):
-            chars[p] = chars.get(p, 0) + freq
-    return {
-        "weight every pair by the frequency of its word: a pair in a word seen 5 times counts 5.": unweighted,
-        "a pair that occurs twice in one word counts twice (look at 'banana').": once,
-        "pairs are pairs of symbols, not of characters: after a merge a symbol like 'lo' is one unit.": chars,
-    }
-
-
 def _plain_dict(name: str, got) -> tuple[dict | None, list[str]]:
     """``got`` as a dict of pair -> count without zero counts, or the problems with it."""
     if not isinstance(got, dict):
         return None, [f"{name}: expected a dict (or Counter) from pairs (a, b) to counts, got {type(got).__name__}"]
     for key, value in got.items():
         if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(s, str) for s in key)):
-            lines = [f"{name}: every key must be a pair of symbols (a, b), a tuple of two str; got the key {_show(key)}"]
+            lines = [f"{name}: every key must be a pair of symbols (a, b), a tuple of two str; "
+                     f"got the key {_show(key)}"]
             if isinstance(key, str):
                 lines.append("Hint: keep the pair as a tuple (a, b); do not join it into one string.")
             return None, lines
@@ -129,7 +121,7 @@ def check_count_pairs(fn: Callable) -> None:
         expected = dict(count_pairs(words))
         problems = _dict_problems(got, expected, "pair")
         if problems:
-            for hint, wrong in _pairs_mistakes(words).items():
+            for hint, wrong in outputs(COUNT_PAIRS_MISTAKES, words).items():
                 if got == wrong:
                     problems.append(f"Hint: {hint}")
                     break
@@ -163,48 +155,6 @@ def _merge_cases():
         ("merge ('a', 'a') in a a a", ("a", "a"), {("a", "a", "a"): 1, ("a", "a", "a", "a"): 2}),
         ("two words become one", ("a", "b"), {("a", "b"): 2, ("ab",): 3}),
     ]
-
-
-def _merge_word(symbols, pair, joined, first_only=False, right_to_left=False):
-    s = list(symbols[::-1] if right_to_left else symbols)
-    a, b = pair[::-1] if right_to_left else pair
-    out, i, done = [], 0, False
-    while i < len(s):
-        if not (first_only and done) and i + 1 < len(s) and s[i] == a and s[i + 1] == b:
-            out.append(joined)
-            i, done = i + 2, True
-        else:
-            out.append(s[i])
-            i += 1
-    return tuple(out[::-1] if right_to_left else out)
-
-
-def _merge_mistakes(pair, words) -> dict[str, dict]:
-    a, b = pair
-
-    def build(fn, add=True):
-        out = {}
-        for symbols, freq in words.items():
-            key = fn(symbols)
-            out[key] = out.get(key, 0) + freq if add else freq
-        return out
-
-    def replaced(symbols):  # string replacement on the space-joined symbols
-        return tuple(" ".join(symbols).replace(f"{a} {b}", a + b).split(" "))
-
-    return {
-        "merge every occurrence of the pair in a word, not only the first.":
-            build(lambda s: _merge_word(s, pair, a + b, first_only=True)),
-        "merge from left to right: in a a a the first two symbols join.":
-            build(lambda s: _merge_word(s, pair, a + b, right_to_left=True)),
-        "only whole symbols match: 'lo' followed by 'w' is not the pair ('o', 'w') "
-        "(string replacement on the joined symbols does this).": build(replaced),
-        "two words that end up with the same symbols must add their frequencies.":
-            build(lambda s: _merge_word(s, pair, a + b), add=False),
-        "the new symbol is the two symbols glued together, a + b, without a space.":
-            build(lambda s: _merge_word(s, pair, f"{a} {b}")),
-        "nothing was merged: replace each occurrence of the pair by one symbol a + b.": dict(words),
-    }
 
 
 def check_merge_pair(fn: Callable) -> None:
@@ -241,7 +191,7 @@ def check_merge_pair(fn: Callable) -> None:
             problems.append(f"{len(freq)} word(s) with a wrong frequency, e.g. {freq[0]}")
         if not problems:
             problems.append("the result differs from the correct merge")
-        for hint, wrong in _merge_mistakes(pair, words).items():
+        for hint, wrong in outputs(MERGE_PAIR_MISTAKES, pair, words).items():
             if got == wrong:
                 problems.append(f"Hint: {hint}")
                 break
@@ -254,17 +204,17 @@ def check_merge_pair(fn: Callable) -> None:
 TOKENIZER_TEXTS = ("I ate an apple", "you ate a pear", "I ate a pear and an apple")
 
 
-def check_word_tokenizer(cls) -> None:
-    """``cls(texts)`` with ``itos``, ``stoi``, ``encode(text)`` and ``decode(ids)`` must match ``WordTokenizer.fit``."""
-    __tracebackhide__ = True
-    name = "WordLevelTokenizer"
-    texts = list(TOKENIZER_TEXTS)
-    ours = WordTokenizer.fit(texts)
-    tok = call(cls, (list(texts),), f"{name}(texts)")
-    for attr in ("itos", "stoi"):
-        if not hasattr(tok, attr):
-            fail(f"✗ {name}", [f"missing the attribute {attr}: set self.{attr} in __init__"])
+def _encoded(cls, texts, text: str) -> list[int]:
+    return cls(texts).encode(text)
 
+
+_TOKENIZER = "WordLevelTokenizer"
+
+
+def _check_vocabulary(tok, ours: WordTokenizer, texts: list[str]) -> None:
+    """``itos``: the specials, then each word once, in order of first appearance; ``stoi`` its inverse."""
+    __tracebackhide__ = True
+    name = _TOKENIZER
     itos = tok.itos
     if not isinstance(itos, list) or not all(isinstance(t, str) for t in itos):
         fail(f"✗ {name}.itos", [f"expected a list of str (token of each id), got {_show(itos)}"])
@@ -290,6 +240,11 @@ def check_word_tokenizer(cls) -> None:
     if tok.stoi != ours.vocab.stoi:
         report(f"{name}.stoi", ["stoi must map each token to its id: stoi[itos[i]] == i for every id i"])
 
+
+def _check_encode(tok, ours: WordTokenizer, texts: list[str]) -> None:
+    """``encode``: ``<sos>``, one id per word (``<unk>`` for a word never seen), ``<eos>``."""
+    __tracebackhide__ = True
+    name = _TOKENIZER
     for text in ("I ate an apple", "an apple and a pear", "you ate a banana", "a banana and an orange", ""):
         try:
             got = tok.encode(text)
@@ -300,25 +255,22 @@ def check_word_tokenizer(cls) -> None:
             fail(f"✗ {name}.encode({text!r}) raised {type(exc).__name__}: {exc}",
                  ["fix the error above, then run this cell again"])
         expected = ours.encode(text)
-        words = text.split()
-        unk = ours.vocab.unk_id
-        inner = expected[1:-1]
-        mistakes = {
-            "encode adds <sos> (id 1) at the start and <eos> (id 2) at the end.": inner,
-            "an unknown word still takes its place: it becomes <unk> (id 3).":
-                [expected[0], *[i for i, w in zip(inner, words) if w in ours.vocab], expected[-1]],
-            "an unknown word becomes <unk> (id 3), not <pad> (id 0).": [0 if i == unk else i for i in expected],
-        }
         if isinstance(got, list) and got == expected:
             continue
         if not isinstance(got, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in got):
             kind = type(got).__name__ if not isinstance(got, list) else "a list with non-int items"
             report(f"{name}.encode({text!r})", [f"expected a list of int ids, got {kind}"])
+        wrong_ids = outputs(WORD_TOKENIZER_MISTAKES, texts, text, run=_encoded)
         problems = compare(got, torch.tensor(expected, dtype=torch.float64), ("token",), atol=0.0, rtol=0.0,
                            what=f"encode({text!r})",
-                           mistakes={h: torch.tensor(m, dtype=torch.float64) for h, m in mistakes.items() if m})
+                           mistakes={h: torch.tensor(m, dtype=torch.float64) for h, m in wrong_ids.items() if m})
         report(f"{name}.encode({text!r})", problems or ["the ids differ from the expected ones"])
 
+
+def _check_decode(tok, ours: WordTokenizer) -> None:
+    """``decode``: the words of the ids, joined by single spaces, without the special tokens."""
+    __tracebackhide__ = True
+    name = _TOKENIZER
     for ids in ([1, 4, 5, 6, 7, 2], [1, 8, 5, 9, 10, 2, 0, 0], [1, 4, 5, 3, 3, 2], [0, 0]):
         got = call(tok.decode, (list(ids),), f"{name}.decode({ids})")
         expected = ours.decode(ids)
@@ -332,4 +284,26 @@ def check_word_tokenizer(cls) -> None:
         elif got.replace(" ", "") == expected.replace(" ", ""):
             problems.append("Hint: join the tokens with single spaces: ' '.join(words).")
         report(f"{name}.decode({ids})", problems)
-    report(name, [])
+
+
+def check_word_tokenizer(cls) -> None:
+    """``cls(texts)`` with ``itos``, ``stoi``, ``encode(text)`` and ``decode(ids)`` must match ``WordTokenizer.fit``."""
+    __tracebackhide__ = True
+    texts = list(TOKENIZER_TEXTS)
+    ours = WordTokenizer.fit(texts)
+    tok = call(cls, (list(texts),), f"{_TOKENIZER}(texts)")
+    for attr in ("itos", "stoi"):
+        if not hasattr(tok, attr):
+            fail(f"✗ {_TOKENIZER}", [f"missing the attribute {attr}: set self.{attr} in __init__"])
+    _check_vocabulary(tok, ours, texts)
+    _check_encode(tok, ours, texts)
+    _check_decode(tok, ours)
+    report(_TOKENIZER, [])
+
+
+MISTAKES = {
+    "check_tokens_by_hand": BY_HAND_MISTAKES,
+    "check_count_pairs": COUNT_PAIRS_MISTAKES,
+    "check_merge_pair": MERGE_PAIR_MISTAKES,
+    "check_word_tokenizer": WORD_TOKENIZER_MISTAKES,
+}

@@ -8,8 +8,9 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ..embedding import TokenEmbedding
-from .core import as_tensor, call, compare, fail, report
+from . import references
+from .core import Mistake, as_tensor, call, compare, fail, outputs, report, values_of
+from .mistakes.ch02 import EMBED_ONE_HOT_MISTAKES, EMBEDDING_MISTAKES
 
 __all__ = ["check_one_hot_by_hand", "check_rms_scales", "check_embed_one_hot", "check_embedding_module",
            "one_hot_exercise_inputs"]
@@ -29,53 +30,67 @@ def one_hot_exercise_inputs() -> tuple[torch.Tensor, torch.Tensor]:
     return E, ids
 
 
+def _one_hot_mistakes() -> list[Mistake]:
+    E, ids = one_hot_exercise_inputs()
+    right = E[ids]
+    return [
+        Mistake("tokens as columns", "the rows are tokens: row t of the answer is the embedding of token t (you wrote "
+                "them as columns).", right.T),
+        Mistake("counted from 1", "ids count from 0: id 0 picks the first row of E, so id 3 picks the fourth row (you "
+                "counted from 1).", E[ids - 1]),
+        Mistake("one vector", "there is one row per token in the sentence, not one vector for the whole sentence.",
+                right.sum(0)),
+    ]
+
+
+ONE_HOT_MISTAKES = _one_hot_mistakes()
+
+
 def check_one_hot_by_hand(answer) -> None:
     """``one_hot(ids) @ E`` for the exercise's ``E`` and ids, as a ``(seq=4, d=3)`` list of rows."""
     __tracebackhide__ = True
     E, ids = one_hot_exercise_inputs()
-    expected = E[ids]
-    mistakes = {
-        "the rows are tokens: row t of the answer is the embedding of token t (you wrote them as columns).":
-            expected.T,
-        "ids count from 0: id 0 picks the first row of E, so id 3 picks the fourth row (you counted from 1).":
-            E[ids - 1],
-        "there is one row per token in the sentence, not one vector for the whole sentence.": expected.sum(0),
-    }
-    problems = compare(answer, expected, ("seq", "d"), atol=HAND_TOLERANCE, rtol=0.0, mistakes=mistakes,
-                       what="one_hot(ids) @ E")
+    problems = compare(answer, E[ids], ("seq", "d"), atol=HAND_TOLERANCE, rtol=0.0,
+                       mistakes=values_of(ONE_HOT_MISTAKES), what="one_hot(ids) @ E")
     report("one-hot times E", problems)
+
+
+_VOCAB, _D = 32000, 1000  # the sizes of the exercise
+
+RMS_SCALES_MISTAKES = [
+    Mistake("no square roots", "every square root is missing: the RMS is the square root of the mean of the squares.",
+            torch.tensor([1 / _VOCAB, 1 / _D, float(_D)], dtype=torch.float64)),
+    Mistake("length, not RMS", "scales[0]: that is the length (L2 norm) of the one-hot vector; the RMS divides the "
+            "sum of squares by the number of entries before the square root.", 1.0, 0),
+    Mistake("no square root", "scales[0]: the RMS is the square root of the mean of the squares; you left out the "
+            "square root.", 1 / _VOCAB, 0),
+    Mistake("d_model, not the vocabulary", "scales[0]: a one-hot vector lives in the vocabulary's space, of size "
+            "32,000.", 1 / math.sqrt(_D), 0),
+    Mistake("no square root", "scales[1]: d q^2 = 1 gives q^2 = 1/d; q is its square root.", 1 / _D, 1),
+    Mistake("the vocabulary, not d_model", "scales[1]: each logit is a sum over the d = 1000 entries of the input "
+            "vector, so the size of the entries depends on d, not on the vocabulary.", 1 / math.sqrt(_VOCAB), 1),
+    Mistake("one over the vocabulary", "scales[1]: each logit sums d = 1000 products; the vocabulary size does not "
+            "enter.", 1 / _VOCAB, 1),
+    Mistake("divided", "scales[2]: the rows of E have RMS 1/sqrt(d); the lookup must multiply by the number that "
+            "brings them to RMS 1, not divide.", 1 / math.sqrt(_D), 2),
+    Mistake("squared", "scales[2]: the RMS of a row grows with the factor itself, not with its square.", float(_D), 2),
+    Mistake("the vocabulary, not d_model", "scales[2]: the factor depends on d_model, not on the vocabulary.",
+            math.sqrt(_VOCAB), 2),
+]
 
 
 def check_rms_scales(answer) -> None:
     """``[RMS of a one-hot vector of size 32,000, entry size of the output matrix for d = 1000,
     factor of the tied lookup]`` within a relative 1e-3."""
     __tracebackhide__ = True
-    vocab, d = 32000, 1000
-    expected = torch.tensor([1 / math.sqrt(vocab), 1 / math.sqrt(d), math.sqrt(d)], dtype=torch.float64)
-    mistakes = {"every square root is missing: the RMS is the square root of the mean of the squares.":
-                torch.tensor([1 / vocab, 1 / d, float(d)], dtype=torch.float64)}
-    problems = compare(answer, expected, ("number",), atol=0.0, rtol=SCALES_RTOL, mistakes=mistakes,
-                       what="scales")
+    expected = torch.tensor([1 / math.sqrt(_VOCAB), 1 / math.sqrt(_D), math.sqrt(_D)], dtype=torch.float64)
+    problems = compare(answer, expected, ("number",), atol=0.0, rtol=SCALES_RTOL,
+                       mistakes=values_of(RMS_SCALES_MISTAKES), what="scales")
     got = as_tensor(answer)
     if problems and got is not None and tuple(got.shape) == (3,) and not any("Hint" in p for p in problems):
-        entry_mistakes = [
-            (0, 1.0, "scales[0]: that is the length (L2 norm) of the one-hot vector; the RMS divides the sum "
-                     "of squares by the number of entries before the square root."),
-            (0, 1 / vocab, "scales[0]: the RMS is the square root of the mean of the squares; "
-                           "you left out the square root."),
-            (0, 1 / math.sqrt(d), "scales[0]: a one-hot vector lives in the vocabulary's space, of size 32,000."),
-            (1, 1 / d, "scales[1]: d q^2 = 1 gives q^2 = 1/d; q is its square root."),
-            (1, 1 / math.sqrt(vocab), "scales[1]: each logit is a sum over the d = 1000 entries of the "
-                                      "input vector, so the size of the entries depends on d, not on the vocabulary."),
-            (1, 1 / vocab, "scales[1]: each logit sums d = 1000 products; the vocabulary size does not enter."),
-            (2, 1 / math.sqrt(d), "scales[2]: the rows of E have RMS 1/sqrt(d); the lookup must multiply by the "
-                                  "number that brings them to RMS 1, not divide."),
-            (2, float(d), "scales[2]: the RMS of a row grows with the factor itself, not with its square."),
-            (2, math.sqrt(vocab), "scales[2]: the factor depends on d_model, not on the vocabulary."),
-        ]
-        for index, value, hint in entry_mistakes:
-            if math.isclose(float(got[index]), value, rel_tol=SCALES_RTOL):
-                problems.append("Hint: " + hint)
+        for mistake in RMS_SCALES_MISTAKES:
+            if mistake.part is not None and math.isclose(float(got[mistake.part]), mistake.wrong, rel_tol=SCALES_RTOL):
+                problems.append("Hint: " + mistake.hint)
     report("RMS scales", problems)
 
 
@@ -92,14 +107,8 @@ def check_embed_one_hot(fn: Callable, seed: int = 0) -> None:
     for case, ids, E in _embed_cases(seed):
         got = call(fn, (ids.clone(), E.clone()), f"embed_one_hot ({case})")
         expected = E[ids]
-        one_hot = torch.nn.functional.one_hot(ids, E.shape[0]).double()
         dims = ("batch", "seq", "d") if ids.dim() == 2 else ("seq", "d")
-        mistakes = {
-            "no scaling is asked for here; return the rows of E as they are.": expected * math.sqrt(E.shape[1]),
-            "these are the one-hot vectors; multiply them by E.": one_hot,
-            "this sums the embeddings over the sequence; keep one vector per token.": expected.sum(-2),
-            "ids count from 0: id i is row i of E.": E[(ids - 1) % E.shape[0]],
-        }
+        mistakes = outputs(EMBED_ONE_HOT_MISTAKES, ids, E)
         problems = compare(got, expected, dims, atol=1e-5, rtol=1e-5, mistakes=mistakes,
                            what=f"embeddings ({case})")
         if problems:
@@ -107,12 +116,15 @@ def check_embed_one_hot(fn: Callable, seed: int = 0) -> None:
     report("embed_one_hot", [])
 
 
-def check_embedding_module(cls: Callable, seed: int = 0) -> None:
-    """``cls(vocab_size, d_model)``: a ``nn.Module`` with a ``weight`` Parameter ``(vocab_size, d_model)``,
-    initialised with std ``1/sqrt(d_model)``; ``forward(ids)`` is the lookup times ``sqrt(d_model)``."""
+def _loaded(module: nn.Module, theirs: nn.Embedding) -> nn.Module:
+    with torch.no_grad():
+        module.weight.copy_(theirs.weight)
+    return module
+
+
+def _check_parameter(module, vocab: int, d: int) -> None:
+    """A registered ``weight`` Parameter of shape ``(vocab_size, d_model)``."""
     __tracebackhide__ = True
-    vocab, d = 11, 8
-    module = call(cls, (vocab, d), f"Embedding({vocab}, {d})")
     if not isinstance(module, nn.Module):
         fail("✗ Embedding", [f"expected an instance of torch.nn.Module, got {type(module).__name__}",
                              "write `class Embedding(torch.nn.Module)` and call super().__init__() first"])
@@ -129,8 +141,11 @@ def check_embedding_module(cls: Callable, seed: int = 0) -> None:
         fail("✗ Embedding", ["weight: expected a torch.nn.Parameter registered on the module, so that training "
                              "can update it; wrap the tensor in torch.nn.Parameter(...)"])
 
-    # initialisation: a bigger module so the sample standard deviation is close to the true one
-    big_vocab, big_d = 2000, 64
+
+def _check_initialisation(cls: Callable) -> None:
+    """Entries with mean about 0 and std about ``1/sqrt(d_model)``, measured on a big module."""
+    __tracebackhide__ = True
+    big_vocab, big_d = 2000, 64  # big, so that the sample standard deviation is close to the true one
     big = call(cls, (big_vocab, big_d), f"Embedding({big_vocab}, {big_d})")
     w = big.weight.detach().double()
     std, mean = float(w.std()), float(w.mean())
@@ -150,26 +165,33 @@ def check_embedding_module(cls: Callable, seed: int = 0) -> None:
                     break
         fail("✗ Embedding", lines)
 
-    # forward: copy the weights of a seeded nn.Embedding into both modules
+
+def check_embedding_module(cls: Callable, seed: int = 0) -> None:
+    """``cls(vocab_size, d_model)``: a ``nn.Module`` with a ``weight`` Parameter ``(vocab_size, d_model)``,
+    initialised with std ``1/sqrt(d_model)``; ``forward(ids)`` is the lookup times ``sqrt(d_model)``."""
+    __tracebackhide__ = True
+    vocab, d = 11, 8
+    module = call(cls, (vocab, d), f"Embedding({vocab}, {d})")
+    _check_parameter(module, vocab, d)
+    _check_initialisation(cls)
+
+    # forward: the weights of a seeded nn.Embedding, copied into the module
     g = torch.Generator().manual_seed(seed)
-    theirs = nn.Embedding(vocab, d)
-    ours = TokenEmbedding(vocab, d)
-    with torch.no_grad():
-        theirs.weight.copy_(torch.randn(vocab, d, generator=g) / math.sqrt(d))
-        module.weight.copy_(theirs.weight)
-        ours.weight.copy_(theirs.weight)
+    theirs = references.embedding(vocab, d, g)
     ids = torch.randint(0, vocab, (2, 5), generator=g)
-    got = call(module, (ids,), "Embedding.forward")
+    got = call(_loaded(module, theirs), (ids,), "Embedding.forward")
     if isinstance(got, torch.Tensor):
         got = got.detach()
     with torch.no_grad():
-        expected = ours(ids)
-        plain = theirs(ids)
-    mistakes = {
-        "forgot to multiply the lookup by sqrt(d_model).": plain,
-        "divided by sqrt(d_model); the lookup is multiplied by it.": plain / math.sqrt(d),
-        "multiplied by d_model; the factor is its square root.": plain * d,
-        "multiplied by sqrt(vocab_size); the factor is sqrt(d_model).": plain * math.sqrt(vocab),
-    }
+        expected = theirs(ids) * math.sqrt(d)
+        mistakes = outputs(EMBEDDING_MISTAKES, ids, run=lambda wrong, ids: _loaded(wrong(vocab, d), theirs)(ids))
     report("Embedding", compare(got, expected, ("batch", "seq", "d_model"), atol=1e-5, rtol=1e-5,
                                 mistakes=mistakes, what="Embedding output"))
+
+
+MISTAKES = {
+    "check_one_hot_by_hand": ONE_HOT_MISTAKES,
+    "check_rms_scales": RMS_SCALES_MISTAKES,
+    "check_embed_one_hot": EMBED_ONE_HOT_MISTAKES,
+    "check_embedding_module": EMBEDDING_MISTAKES,
+}

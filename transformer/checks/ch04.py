@@ -9,7 +9,8 @@ import torch
 
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask
-from .core import call, compare, fail, report
+from .core import Mistake, call, compare, fail, outputs, report, values_of
+from .mistakes.ch04 import ATTENTION_MISTAKES, CAUSAL_MASK_MISTAKES, SELF_ATTENTION_MISTAKES
 
 __all__ = ["check_flying_arrows", "check_attention", "check_causal_mask", "check_self_attention",
            "flying_arrows_inputs"]
@@ -26,19 +27,31 @@ def flying_arrows_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return x[..., 0:2], x[..., 2:4], x[..., 4:6]
 
 
-def check_flying_arrows(answer) -> None:
-    """The self-attention output for "flying" (2 numbers), within 1e-3."""
-    __tracebackhide__ = True
+def _flying_arrows_mistakes() -> list[Mistake]:
     q, k, v = flying_arrows_inputs()
     out, w = scaled_dot_product_attention(q, k, v, return_weights=True)
     unscaled = scaled_dot_product_attention(q, k, v, scale=1.0)
     wrong_axis = (q @ k.transpose(-2, -1) / math.sqrt(2)).softmax(dim=-2) @ v
-    mistakes = {
-        "this is the output without dividing the scores by sqrt(d_k) = sqrt(2).": unscaled[0, 0],
-        "these are the attention weights of 'flying'; the output is their weighted sum of the values.": w[0, 0],
-        "the softmax must run over the keys (each query's row), not over the queries.": wrong_axis[0, 0],
-        "this is the output for 'arrows'; the question asks for 'flying' (the first word).": out[0, 1],
-    }
+    return [
+        Mistake("unscaled", "this is the output without dividing the scores by sqrt(d_k) = sqrt(2).", unscaled[0, 0]),
+        Mistake("weights", "these are the attention weights of 'flying'; the output is their weighted sum of the "
+                "values.", w[0, 0]),
+        Mistake("softmax over the queries", "the softmax must run over the keys (each query's row), not over the "
+                "queries.", wrong_axis[0, 0]),
+        Mistake("the other word", "this is the output for 'arrows'; the question asks for 'flying' (the first word).",
+                out[0, 1]),
+    ]
+
+
+FLYING_ARROWS_MISTAKES = _flying_arrows_mistakes()
+
+
+def check_flying_arrows(answer) -> None:
+    """The self-attention output for "flying" (2 numbers), within 1e-3."""
+    __tracebackhide__ = True
+    q, k, v = flying_arrows_inputs()
+    out = scaled_dot_product_attention(q, k, v)
+    mistakes = values_of(FLYING_ARROWS_MISTAKES)
     problems = compare(answer, out[0, 0], ("d_v",), atol=FLYING_ARROWS_TOLERANCE, rtol=0.0,
                        mistakes=mistakes, what="output for 'flying'")
     report("flying arrows", problems)
@@ -52,25 +65,6 @@ def _attention_cases(seed: int):
     return [("no mask", (q, k, v, None)), ("with a mask", (q, k, v, mask))]
 
 
-def _attention_mistakes(q, k, v, mask) -> dict[str, torch.Tensor]:
-    d_k = q.shape[-1]
-    scores = q @ k.transpose(-2, -1)
-    masked = scores if mask is None else scores.masked_fill(~mask, float("-inf"))
-    out = {
-        "forgot to divide the scores by sqrt(d_k).": masked.softmax(-1) @ v,
-        "the softmax runs over the wrong axis: each query's weights (one row, over the keys) must sum to 1.":
-            (masked / math.sqrt(d_k)).softmax(-2).nan_to_num(0.0) @ v,
-        "divided by d_k instead of sqrt(d_k).": (masked / d_k).softmax(-1) @ v,
-    }
-    if mask is not None:
-        w = (scores / math.sqrt(d_k)).softmax(-1)
-        out["the mask was applied after the softmax: blocked keys must get -inf *before* it, "
-            "so the remaining weights still sum to 1."] = (w * mask) @ v
-        out["the mask is inverted: True means 'may attend'."] = (
-            (scores / math.sqrt(d_k)).masked_fill(mask, float("-inf")).softmax(-1).nan_to_num(0.0) @ v)
-    return out
-
-
 def check_attention(fn: Callable, seed: int = 0) -> None:
     """``fn(q, k, v, mask=None)`` must equal scaled dot-product attention (atol 1e-5)."""
     __tracebackhide__ = True
@@ -79,9 +73,7 @@ def check_attention(fn: Callable, seed: int = 0) -> None:
         if isinstance(got, tuple):
             fail(f"✗ attention ({case})", ["returned a tuple; return only the output tensor"])
         expected = scaled_dot_product_attention(q, k, v, mask)
-        mistakes = _attention_mistakes(q, k, v, mask)
-        w = scaled_dot_product_attention(q, k, v, mask, return_weights=True)[1]
-        mistakes["you returned the attention weights; return weights @ v."] = w
+        mistakes = outputs(ATTENTION_MISTAKES, q, k, v, mask)
         problems = compare(got, expected, ("batch", "T_q", "d_v"), atol=1e-5, rtol=1e-4, mistakes=mistakes,
                            what=f"output ({case})")
         if problems:
@@ -94,15 +86,8 @@ def check_causal_mask(fn: Callable) -> None:
     __tracebackhide__ = True
     for n in (4, 7, 1):
         got = call(fn, (n,), f"causal_mask({n})")
-        expected = causal_mask(n)
-        ones = torch.ones(n, n, dtype=torch.bool)
-        mistakes = {
-            "off by one: a position may attend to itself, so the diagonal is True.": ones.tril(-1),
-            "this is the upper triangle: query t may see keys 0..t (the past), not the future.": ones.triu(),
-            "inverted: True means 'may attend' in this book (PyTorch's nn.MultiheadAttention uses the opposite).":
-                ~expected,
-        }
-        problems = compare(got, expected, ("T_q", "T_k"), dtype=torch.bool, mistakes=mistakes,
+        mistakes = outputs(CAUSAL_MASK_MISTAKES, n)
+        problems = compare(got, causal_mask(n), ("T_q", "T_k"), dtype=torch.bool, mistakes=mistakes,
                            what=f"causal_mask({n})")
         if problems:
             report(f"causal_mask({n})", problems)
@@ -117,12 +102,14 @@ def check_self_attention(fn: Callable, seed: int = 0) -> None:
     w_q, w_k, w_v = (torch.randn(6, 6, generator=g) / 6 ** 0.5 for _ in range(3))
     got = call(fn, (x, w_q, w_k, w_v), "self_attention")
     expected = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v)
-    mistakes = {
-        "transposed weights: in this book q = x W^Q, i.e. x @ W_q, not x @ W_q.T.":
-            scaled_dot_product_attention(x @ w_q.T, x @ w_k.T, x @ w_v.T),
-        "forgot to divide the scores by sqrt(d_k).": scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v, scale=1.0),
-        "queries and keys are swapped: the scores are Q K^T, row = query.":
-            scaled_dot_product_attention(x @ w_k, x @ w_q, x @ w_v),
-    }
+    mistakes = outputs(SELF_ATTENTION_MISTAKES, x, w_q, w_k, w_v)
     report("self_attention", compare(got, expected, ("batch", "seq", "d_model"), atol=1e-5, rtol=1e-4,
                                       mistakes=mistakes, what="self_attention output"))
+
+
+MISTAKES = {
+    "check_flying_arrows": FLYING_ARROWS_MISTAKES,
+    "check_attention": ATTENTION_MISTAKES,
+    "check_causal_mask": CAUSAL_MASK_MISTAKES,
+    "check_self_attention": SELF_ATTENTION_MISTAKES,
+}

@@ -9,7 +9,13 @@ import torch
 
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask, causal_padding_mask, padding_mask
-from .core import as_tensor, call, compare, fail, report
+from .core import Mistake, as_tensor, call, compare, fail, outputs, report, values_of
+from .mistakes.ch07 import (
+    CAUSAL_PADDING_MISTAKES,
+    MASKED_ATTENTION_MISTAKES,
+    PADDING_MASK_MISTAKES,
+    TEACHER_FORCING_MISTAKES,
+)
 
 __all__ = ["check_masked_row", "check_causal_by_hand", "check_teacher_forcing_shift", "check_padding_mask",
            "check_causal_padding_mask", "check_masked_attention", "MASKED_ROW_SCORES"]
@@ -27,50 +33,60 @@ def _hide_positions(problems: list[str]) -> list[str]:
 # ----------------------------------------------------------------------------- exercise 1
 
 
+def _masked_row_mistakes() -> list[Mistake]:
+    scores = torch.tensor(MASKED_ROW_SCORES, dtype=torch.float64)
+    kept, blocked = scores[:2], torch.zeros(2, dtype=torch.float64)
+    as_zero = scores.nan_to_num(neginf=0.0)  # -inf read as a score of 0
+    return [
+        Mistake("-inf read as 0", "a blocked key's score is -inf, and e^-inf = 0: it gets weight exactly 0 and is "
+                "left out of the sum.", as_zero.softmax(dim=0)),
+        Mistake("not normalised", "these are the exponentials e^s; divide each by their sum so that the weights add "
+                "up to 1.", torch.cat([kept.exp(), blocked])),
+        Mistake("scores over their sum", "the softmax divides the exponentials e^s by their sum, not the scores "
+                "themselves.", torch.cat([kept / kept.sum(), blocked])),
+        Mistake("zeroed after the softmax", "the blocked weights were set to 0 after a softmax over all four scores "
+                "(with -inf read as 0); the remaining weights must still sum to 1.",
+                as_zero.softmax(dim=0) * torch.tensor([1.0, 1.0, 0.0, 0.0], dtype=torch.float64)),
+        Mistake("shared equally", "the two allowed keys do not share equally: their scores differ.",
+                torch.tensor([0.5, 0.5, 0.0, 0.0], dtype=torch.float64)),
+    ]
+
+
+MASKED_ROW_MISTAKES = _masked_row_mistakes()
+
+
 def check_masked_row(answer) -> None:
     """The softmax of the masked score row ``[2, 1, -inf, -inf]`` (4 numbers), within 1e-3."""
     __tracebackhide__ = True
-    scores = torch.tensor(MASKED_ROW_SCORES, dtype=torch.float64)
-    expected = scores.softmax(dim=0)
-    kept = scores[:2]
-    as_zero = scores.nan_to_num(neginf=0.0)  # -inf read as a score of 0
-    mistakes = {
-        "a blocked key's score is -inf, and e^-inf = 0: it gets weight exactly 0 and is left out of the sum.":
-            as_zero.softmax(dim=0),
-        "these are the exponentials e^s; divide each by their sum so that the weights add up to 1.":
-            torch.cat([kept.exp(), torch.zeros(2, dtype=torch.float64)]),
-        "the softmax divides the exponentials e^s by their sum, not the scores themselves.":
-            torch.cat([kept / kept.sum(), torch.zeros(2, dtype=torch.float64)]),
-        "the blocked weights were set to 0 after a softmax over all four scores (with -inf read as 0); "
-        "the remaining weights must still sum to 1.":
-            as_zero.softmax(dim=0) * torch.tensor([1.0, 1.0, 0.0, 0.0], dtype=torch.float64),
-        "the two allowed keys do not share equally: their scores differ.":
-            torch.tensor([0.5, 0.5, 0.0, 0.0], dtype=torch.float64),
-    }
+    expected = torch.tensor(MASKED_ROW_SCORES, dtype=torch.float64).softmax(dim=0)
     report("masked row", compare(answer, expected, ("key",), atol=MASKED_ROW_TOLERANCE, rtol=0.0,
-                                 mistakes=mistakes, what="weights of the masked row"))
+                                 mistakes=values_of(MASKED_ROW_MISTAKES), what="weights of the masked row"))
 
 
 # ----------------------------------------------------------------------------- exercise 2
+
+
+_ONES = torch.ones(4, 4, dtype=torch.bool)
+CAUSAL_BY_HAND_MISTAKES = [
+    Mistake("no diagonal", "off by one: every position may attend to itself, so the diagonal is True.",
+            _ONES.tril(-1)),
+    Mistake("upper triangle", "this is the upper triangle: query t may see keys 0..t (the past), not the future.",
+            _ONES.triu()),
+    Mistake("inverted", "inverted: True means 'may attend' in this book (PyTorch's nn.MultiheadAttention uses the "
+            "opposite).", ~_ONES.tril()),
+]
 
 
 def check_causal_by_hand(answer) -> None:
     """The 4 x 4 causal mask written by hand (True or 1 = may attend), as a nested list or a tensor."""
     __tracebackhide__ = True
     expected = causal_mask(4)
-    ones = torch.ones(4, 4, dtype=torch.bool)
     t = as_tensor(answer)
     if t is not None and t.shape == expected.shape:
         if not bool(((t == 0) | (t == 1)).all()):
             fail("✗ causal mask by hand", ["write each entry as True/False (or 1/0)"])
         answer = t.bool()
-    mistakes = {
-        "off by one: every position may attend to itself, so the diagonal is True.": ones.tril(-1),
-        "this is the upper triangle: query t may see keys 0..t (the past), not the future.": ones.triu(),
-        "inverted: True means 'may attend' in this book (PyTorch's nn.MultiheadAttention uses the opposite).":
-            ~expected,
-    }
-    problems = _hide_positions(compare(answer, expected, ("query", "key"), mistakes=mistakes,
+    problems = _hide_positions(compare(answer, expected, ("query", "key"), mistakes=values_of(CAUSAL_BY_HAND_MISTAKES),
                                        what="causal mask"))
     report("causal mask by hand", problems)
 
@@ -97,15 +113,9 @@ def check_teacher_forcing_shift(fn: Callable) -> None:
                   + (f" of length {len(got)}" if isinstance(got, (tuple, list)) else "")])
         dec_in, labels = tgt[:, :-1], tgt[:, 1:]
         dims = ("batch", "seq")
-        for what, value, expected, other in (("decoder input", got[0], dec_in, labels),
-                                             ("labels", got[1], labels, dec_in)):
-            mistakes = {
-                "decoder input and labels are swapped: the input starts with <sos>, the labels end with <eos>.":
-                    other,
-                "nothing was shifted: the input drops the last token and the labels drop the first.": tgt,
-                "shifted along the batch dimension; shift along the sequence (dimension 1).":
-                    tgt[:-1] if what == "decoder input" else tgt[1:],
-            }
+        wrong_pairs = outputs(TEACHER_FORCING_MISTAKES, tgt)
+        for i, (what, value, expected) in enumerate((("decoder input", got[0], dec_in), ("labels", got[1], labels))):
+            mistakes = {hint: pair[i] for hint, pair in wrong_pairs.items()}
             problems = compare(value, expected, dims, dtype=tgt.dtype, mistakes=mistakes, what=what)
             if problems:
                 report(f"teacher_forcing ({case})", problems)
@@ -128,19 +138,8 @@ def check_padding_mask(fn: Callable) -> None:
     __tracebackhide__ = True
     for case, ids, pad_id in _id_batches():
         got = call(fn, (ids.clone(), pad_id), f"padding_mask ({case})")
-        real = ids != pad_id
-        mistakes = {
-            "the middle dimension is missing: the mask is (batch, 1, seq), so that it broadcasts over the "
-            "queries (ids[:, None, :] or .unsqueeze(1)).": real,
-            "the 1 is in the wrong place: (batch, seq, 1) would broadcast over the keys; the mask describes the "
-            "keys, so it is (batch, 1, seq).": real[:, :, None],
-            "inverted: True means 'may attend', i.e. True at the real tokens (PyTorch's key_padding_mask is the "
-            "opposite).": ~real[:, None, :],
-        }
-        if pad_id != 0:
-            mistakes["pad_id is an argument: compare with pad_id, not with 0."] = (ids != 0)[:, None, :]
         problems = compare(got, padding_mask(ids, pad_id), ("batch", "query", "key"), dtype=torch.bool,
-                           mistakes=mistakes, what=f"padding_mask ({case})")
+                           mistakes=outputs(PADDING_MASK_MISTAKES, ids, pad_id), what=f"padding_mask ({case})")
         if problems:
             report(f"padding_mask ({case})", problems)
     report("padding_mask", [])
@@ -154,22 +153,9 @@ def check_causal_padding_mask(fn: Callable) -> None:
     __tracebackhide__ = True
     for case, ids, pad_id in _id_batches():
         got = call(fn, (ids.clone(), pad_id), f"causal_padding_mask ({case})")
-        batch, seq = ids.shape
-        causal = causal_mask(seq).expand(batch, seq, seq)
-        keys = (ids != pad_id)[:, None, :]  # (batch, 1, seq)
-        queries = (ids != pad_id)[:, :, None]  # (batch, seq, 1)
-        mistakes = {
-            "the padding is missing: a key must be in the past AND a real token.": causal,
-            "the causal part is missing: a key must be in the past AND a real token.": keys.expand(batch, seq, seq),
-            "combine the two masks with & (and), not | (or).": causal | keys,
-            "the padding mask hides padded keys (columns) only, not padded queries (rows): a padded query still "
-            "sees the real tokens before it, so that no row is left without a key.": causal & queries,
-            "this is the upper triangle: query t may see keys 0..t (the past), not the future.":
-                torch.ones(seq, seq, dtype=torch.bool).triu() & keys,
-            "inverted: True means 'may attend' in this book.": ~(causal & keys),
-        }
         problems = compare(got, causal_padding_mask(ids, pad_id), ("batch", "T_q", "T_k"), dtype=torch.bool,
-                           mistakes=mistakes, what=f"causal_padding_mask ({case})")
+                           mistakes=outputs(CAUSAL_PADDING_MISTAKES, ids, pad_id),
+                           what=f"causal_padding_mask ({case})")
         if problems:
             report(f"causal_padding_mask ({case})", problems)
     report("causal_padding_mask", [])
@@ -195,23 +181,6 @@ def _masked_attention_cases(seed: int):
             ("heads and several empty rows", (q4, k4, v4, mask4))]
 
 
-def _masked_attention_mistakes(q, k, v, mask) -> dict[str, torch.Tensor]:
-    d_k = q.shape[-1]
-    scores = q @ k.transpose(-2, -1)
-    big_negative = (scores / math.sqrt(d_k)).masked_fill(~mask, -1e9).softmax(-1)
-    w = (scores / math.sqrt(d_k)).softmax(-1)
-    return {
-        "the rows with no allowed key got an average of the values: a large negative number instead of -inf "
-        "makes all their scores equal. Those rows must get zero weights and a zero output.": big_negative @ v,
-        "forgot to divide the scores by sqrt(d_k).":
-            scores.masked_fill(~mask, -math.inf).softmax(-1).nan_to_num(0.0) @ v,
-        "the mask was applied after the softmax: blocked keys must get -inf *before* it, so that the remaining "
-        "weights still sum to 1.": (w * mask) @ v,
-        "the mask is inverted: True means 'may attend'.":
-            (scores / math.sqrt(d_k)).masked_fill(mask, -math.inf).softmax(-1).nan_to_num(0.0) @ v,
-    }
-
-
 def _nan_rows_hint(t: torch.Tensor, mask: torch.Tensor) -> list[str]:
     nan_rows = t.isnan().any(dim=-1)
     empty = ~mask.any(dim=-1).expand(nan_rows.shape)
@@ -228,10 +197,9 @@ def check_masked_attention(fn: Callable, seed: int = 0) -> None:
         got = call(fn, (q, k, v, mask), f"masked_attention ({case})")
         if isinstance(got, tuple):
             fail(f"✗ masked_attention ({case})", ["returned a tuple; return only the output tensor"])
-        expected, weights = scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+        expected = scaled_dot_product_attention(q, k, v, mask)
         dims = ("batch", "T_q", "d_v") if q.dim() == 3 else ("batch", "heads", "T_q", "d_v")
-        mistakes = _masked_attention_mistakes(q, k, v, mask)
-        mistakes["you returned the attention weights; return weights @ v."] = weights
+        mistakes = outputs(MASKED_ATTENTION_MISTAKES, q, k, v, mask)
         problems = compare(got, expected, dims, atol=1e-5, rtol=1e-4, mistakes=mistakes,
                            what=f"output ({case})")
         if problems and isinstance(got, torch.Tensor) and got.shape == expected.shape:
@@ -254,3 +222,13 @@ def check_masked_attention(fn: Callable, seed: int = 0) -> None:
               "if its result is thrown away afterwards. Before the softmax, let the empty rows see something "
               "harmless (for example, do not mask them at all); after it, set their weights to zero."])
     report("masked_attention", [])
+
+
+MISTAKES = {
+    "check_masked_row": MASKED_ROW_MISTAKES,
+    "check_causal_by_hand": CAUSAL_BY_HAND_MISTAKES,
+    "check_teacher_forcing_shift": TEACHER_FORCING_MISTAKES,
+    "check_padding_mask": PADDING_MASK_MISTAKES,
+    "check_causal_padding_mask": CAUSAL_PADDING_MISTAKES,
+    "check_masked_attention": MASKED_ATTENTION_MISTAKES,
+}

@@ -6,7 +6,6 @@ import math
 from collections.abc import Callable
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ..attention import scaled_dot_product_attention
@@ -14,7 +13,9 @@ from ..blocks import DecoderBlock
 from ..config import TransformerConfig
 from ..interop import copy_decoder_block
 from ..masks import causal_mask, padding_mask
-from .core import call, compare, fail, report, require_keys
+from . import references
+from .core import Mistake, call, compare, fail, outputs, report, require_keys
+from .mistakes.ch08 import CROSS_ATTENTION_MISTAKES, DECODER_BLOCK_MISTAKES
 
 __all__ = ["check_cross_shapes", "check_cross_attention", "check_decoder_block_layer", "CROSS_SHAPES_SETTING"]
 
@@ -35,30 +36,52 @@ def _expected_shapes() -> dict[str, tuple[int, ...]]:
             "weights": (b, h, t_d, t_e), "output": (b, t_d, d)}
 
 
-def _shape_mistakes(name: str) -> dict[tuple[int, ...], str]:
+def _cross_shapes_mistakes() -> list[Mistake]:
     b, t_d, t_e, d, h = (CROSS_SHAPES_SETTING[k] for k in ("batch", "T_d", "T_e", "d_model", "heads"))
     d_h = d // h
-    decoder_rows = "Q comes from the decoder: one row per decoder position (T_d), in every head."
-    encoder_rows = f"{name} comes from the encoder output: one row per source token (T_e), in every head."
-    per_head = f"{name}: each head works in d_h = d_model / h dimensions."
-    known = {
-        "Q": {(b, h, t_e, d_h): decoder_rows, (b, h, t_d, d): per_head, (b, t_d, d): per_head,
-              (t_d, d_h): "write every dimension: (batch, heads, seq, d_h)."},
-        "K": {(b, h, t_d, d_h): encoder_rows, (b, h, t_e, d): per_head, (b, t_e, d): per_head,
-              (t_e, d_h): "write every dimension: (batch, heads, seq, d_h)."},
-        "weights": {(b, h, t_e, t_d): "weights: one row per query (decoder position), one column per key "
-                                      "(source token).",
-                    (b, h, t_d, t_d): "cross-attention weights are not square: T_d queries against T_e keys.",
-                    (b, h, t_e, t_e): "cross-attention weights are not square: T_d queries against T_e keys.",
-                    (b, t_d, t_e): "every head has its own weights: (batch, heads, T_d, T_e)."},
-        "output": {(b, h, t_d, d_h): "the output concatenates the heads and projects back to d_model: "
-                                     "(batch, T_d, d_model).",
-                   (b, t_d, d_h): "the output concatenates the heads and projects back to d_model.",
-                   (b, t_e, d): "one output vector per decoder position (T_d), not per source token.",
-                   (t_d, d): "write every dimension, the batch included."},
-    }
-    known["V"] = {k: v.replace("K comes", "V comes").replace("K:", "V:") for k, v in known["K"].items()}
-    return known[name]
+    every_dimension = "write every dimension: (batch, heads, seq, d_h)."
+    not_square = "cross-attention weights are not square: T_d queries against T_e keys."
+    keys_and_values = "keys and values come from the final encoder output: the source words answer."
+    mistakes = [
+        Mistake("encoder rows", "Q comes from the decoder: one row per decoder position (T_d), in every head.",
+                (b, h, t_e, d_h), "Q"),
+        Mistake("d_model per head", "Q: each head works in d_h = d_model / h dimensions.", (b, h, t_d, d), "Q"),
+        Mistake("no heads", "Q: each head works in d_h = d_model / h dimensions.", (b, t_d, d), "Q"),
+        Mistake("no batch", every_dimension, (t_d, d_h), "Q"),
+    ]
+    for name in ("K", "V"):
+        mistakes += [
+            Mistake("decoder rows", f"{name} comes from the encoder output: one row per source token (T_e), in every "
+                    "head.", (b, h, t_d, d_h), name),
+            Mistake("d_model per head", f"{name}: each head works in d_h = d_model / h dimensions.", (b, h, t_e, d),
+                    name),
+            Mistake("no heads", f"{name}: each head works in d_h = d_model / h dimensions.", (b, t_e, d), name),
+            Mistake("no batch", every_dimension, (t_e, d_h), name),
+        ]
+    return mistakes + [
+        Mistake("transposed", "weights: one row per query (decoder position), one column per key (source token).",
+                (b, h, t_e, t_d), "weights"),
+        Mistake("square over the target", not_square, (b, h, t_d, t_d), "weights"),
+        Mistake("square over the source", not_square, (b, h, t_e, t_e), "weights"),
+        Mistake("no heads", "every head has its own weights: (batch, heads, T_d, T_e).", (b, t_d, t_e), "weights"),
+        Mistake("heads not merged", "the output concatenates the heads and projects back to d_model: "
+                "(batch, T_d, d_model).", (b, h, t_d, d_h), "output"),
+        Mistake("one head's width", "the output concatenates the heads and projects back to d_model.",
+                (b, t_d, d_h), "output"),
+        Mistake("one per source token", "one output vector per decoder position (T_d), not per source token.",
+                (b, t_e, d), "output"),
+        Mistake("no batch", "write every dimension, the batch included.", (t_d, d), "output"),
+        Mistake("from the encoder", "queries come from the decoder: the target position asks.", "encoder", "Q from"),
+        Mistake("from the decoder", keys_and_values, "decoder", "K from"),
+        Mistake("from the decoder", keys_and_values, "decoder", "V from"),
+    ]
+
+
+CROSS_SHAPES_MISTAKES = _cross_shapes_mistakes()
+
+
+def _hint(part: str, wrong) -> str | None:
+    return next((m.hint for m in CROSS_SHAPES_MISTAKES if m.part == part and m.wrong == wrong), None)
 
 
 def _as_shape(value):
@@ -80,17 +103,15 @@ def check_cross_shapes(answer) -> None:
         if shape is None:
             problems.append(f"{name}: expected a tuple of ints such as (1, 2, 3), got {answer[name]!r}")
         elif shape != expected[name]:
-            hint = _shape_mistakes(name).get(shape)
+            hint = _hint(name, shape)
             problems.append(f"{name}: wrong shape" + (f". Hint: {hint}" if hint else ""))
     want = {"Q from": "decoder", "K from": "encoder", "V from": "encoder"}
-    hints = {"decoder": "queries come from the decoder: the target position asks.",
-             "encoder": "keys and values come from the final encoder output: the source words answer."}
     for name in SOURCE_KEYS:
         given = answer[name]
         if not isinstance(given, str) or given.strip().lower() not in ("decoder", "encoder"):
             problems.append(f"{name}: expected \"decoder\" or \"encoder\", got {given!r}")
         elif given.strip().lower() != want[name]:
-            problems.append(f"{name}: wrong. Hint: {hints[want[name]]}")
+            problems.append(f"{name}: wrong. Hint: {_hint(name, given.strip().lower())}")
     report("cross-attention shapes", problems)
 
 
@@ -109,27 +130,6 @@ def _cross_cases(seed: int):
             ("a source padding mask", (x_dec, memory, w_q, w_k, w_v, padding_mask(src, 0)))]
 
 
-def _cross_mistakes(x_dec, memory, w_q, w_k, w_v, mask) -> dict[str, torch.Tensor]:
-    sdpa = scaled_dot_product_attention
-    q, k, v = x_dec @ w_q, memory @ w_k, memory @ w_v
-    t_d, t_e = x_dec.shape[1], memory.shape[1]
-    out = {
-        "keys and values must come from memory (the encoder output), not from the decoder.":
-            sdpa(q, x_dec @ w_k, x_dec @ w_v),
-        "queries come from the decoder: the output has one row per decoder position.":
-            sdpa(memory @ w_q, k, v, mask),
-        "forgot to divide the scores by sqrt(d_k).": sdpa(q, k, v, mask, scale=1.0),
-        "scale by sqrt(d_k), the width of the queries and keys, not by sqrt(d_model).":
-            sdpa(q, k, v, mask, scale=1 / math.sqrt(x_dec.shape[-1])),
-        "cross-attention has no causal mask: the whole source is known before decoding starts.":
-            sdpa(q, k, v, torch.ones(t_d, t_e, dtype=torch.bool).tril() & (True if mask is None else mask)),
-    }
-    if mask is not None:
-        out["the source padding mask was ignored: padded source keys must get weight 0."] = sdpa(q, k, v)
-        out["the mask is inverted: True means 'may attend'."] = sdpa(q, k, v, ~mask)
-    return out
-
-
 def check_cross_attention(fn: Callable, seed: int = 0) -> None:
     """``fn(x_dec, memory, W_q, W_k, W_v, src_mask=None)``: queries from x_dec, keys and values from memory."""
     __tracebackhide__ = True
@@ -139,7 +139,7 @@ def check_cross_attention(fn: Callable, seed: int = 0) -> None:
             fail(f"✗ cross_attention ({case})", ["returned a tuple; return only the output tensor"])
         x_dec, memory, w_q, w_k, w_v, mask = args
         expected = scaled_dot_product_attention(x_dec @ w_q, memory @ w_k, memory @ w_v, mask)
-        mistakes = _cross_mistakes(*args)
+        mistakes = outputs(CROSS_ATTENTION_MISTAKES, *args)
         problems = compare(got, expected, ("batch", "T_d", "d_v"), atol=1e-5, rtol=1e-4, mistakes=mistakes,
                            what=f"output ({case})")
         if problems:
@@ -152,20 +152,6 @@ def check_cross_attention(fn: Callable, seed: int = 0) -> None:
 D_MODEL, HEADS, D_FF = 8, 2, 16
 
 
-def _reference_layer(seed: int) -> nn.TransformerDecoderLayer:
-    """PyTorch's post-norm decoder layer with random weights everywhere (norms and biases included)."""
-    with torch.random.fork_rng():  # leave the notebook's global random state alone
-        torch.manual_seed(seed)
-        layer = nn.TransformerDecoderLayer(D_MODEL, HEADS, D_FF, dropout=0.0, batch_first=True)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in layer.named_parameters():
-            if p.dim() == 1:  # biases around 0, LayerNorm gains around 1
-                gain = name.startswith("norm") and name.endswith("weight")
-                p.copy_(torch.randn(p.shape, generator=g) * 0.3 + (1.0 if gain else 0.0))
-    return layer.eval()
-
-
 def _block_cases(seed: int):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(2, 5, D_MODEL, generator=g)  # (batch, T_d, d_model)
@@ -175,66 +161,13 @@ def _block_cases(seed: int):
             ("no masks", (x, memory, None, None))]
 
 
-def _torch_masks(self_mask, memory_mask):
-    """Our masks (True = may attend) in nn.MultiheadAttention's convention (True = blocked)."""
-    attn = None if self_mask is None else ~self_mask
-    keys = None if memory_mask is None else ~memory_mask[:, 0, :]  # (batch, 1, T_e) -> (batch, T_e)
-    return attn, keys
+def _run(cls, ref: nn.TransformerDecoderLayer, *args) -> torch.Tensor:
+    """Build ``cls(d_model, n_heads, d_ff)``, load the reference's weights, and call it with gradients on (as the
+    student's block is called: nn.MultiheadAttention's no-grad fast path treats an all-blocked row differently)."""
+    block = cls(D_MODEL, HEADS, D_FF)
+    block.load_state_dict(ref.state_dict())
+    return block.eval()(*args).detach()
 
-
-def _block_variant(ref: nn.TransformerDecoderLayer, x, memory, self_mask, memory_mask, kind: str) -> torch.Tensor:
-    """A known mistake, built from the reference layer's own sublayers."""
-    attn_mask, key_mask = _torch_masks(self_mask, memory_mask)
-    if kind == "masks not inverted":
-        attn_mask = self_mask
-        key_mask = None if memory_mask is None else memory_mask[:, 0, :]
-    if kind == "no self mask":
-        attn_mask = None
-    if kind == "no memory mask":
-        key_mask = None
-
-    def sa(h):
-        return ref.self_attn(h, h, h, attn_mask=attn_mask, need_weights=False)[0]
-
-    def ca(h):
-        source = h if kind == "cross from x" else memory
-        mask = None if kind == "cross from x" else key_mask
-        return ref.multihead_attn(h, source, source, key_padding_mask=mask, need_weights=False)[0]
-
-    def ff(h):
-        hidden = ref.linear1(h) if kind == "no relu" else F.relu(ref.linear1(h))
-        return ref.linear2(hidden)
-
-    if kind == "pre-norm":
-        h = x + sa(ref.norm1(x))
-        h = h + ca(ref.norm2(h))
-        return h + ff(ref.norm3(h))
-    if kind == "no residual":
-        h = ref.norm1(sa(x))
-        h = ref.norm2(ca(h))
-        return ref.norm3(ff(h))
-    if kind == "cross first":
-        h = ref.norm1(x + ca(x))
-        h = ref.norm2(h + sa(h))
-        return ref.norm3(h + ff(h))
-    h = ref.norm1(x + sa(x))
-    h = ref.norm2(h + ca(h))
-    return ref.norm3(h + ff(h))
-
-
-BLOCK_HINTS = {
-    "pre-norm": "this is the pre-norm block, x + sublayer(norm(x)); the 2017 paper and TransformerDecoderLayer's "
-                "default are post-norm: x = norm(x + sublayer(x)).",
-    "masks not inverted": "nn.MultiheadAttention reads a boolean mask the other way round from this book, "
-                          "True = blocked: pass attn_mask=~self_mask and key_padding_mask=~memory_mask[:, 0, :].",
-    "no self mask": "the self-attention mask was not used: the decoder must not see the future.",
-    "no memory mask": "the source padding mask was not used in the cross-attention: padded source keys must get "
-                      "weight 0.",
-    "cross from x": "cross-attention takes its keys and values from memory (the encoder output), not from x.",
-    "no relu": "the feed-forward network has a ReLU between its two linear layers.",
-    "no residual": "the residual connection is missing: add each sublayer's input to its output before the norm.",
-    "cross first": "the order is masked self-attention, then cross-attention, then the feed-forward network.",
-}
 
 NAN_HINT = ("Hint: NaN appears when a query row has every key blocked. nn.MultiheadAttention reads a boolean mask "
             "the other way round from this book, True = blocked: pass attn_mask=~self_mask, and turn memory_mask "
@@ -244,7 +177,7 @@ NAN_HINT = ("Hint: NaN appears when a query row has every key blocked. nn.Multih
 def check_decoder_block_layer(cls: Callable, seed: int = 0) -> None:
     """``cls(d_model, n_heads, d_ff)`` must equal ``nn.TransformerDecoderLayer`` (post-norm) with copied weights."""
     __tracebackhide__ = True
-    ref = _reference_layer(seed)
+    ref = references.decoder_layer(D_MODEL, HEADS, D_FF, seed)
     block = call(cls, (D_MODEL, HEADS, D_FF), "DecoderBlock(d_model=8, n_heads=2, d_ff=16)")
     if not isinstance(block, nn.Module):
         fail("✗ DecoderBlock", [f"expected an nn.Module, got {type(block).__name__}"])
@@ -256,8 +189,9 @@ def check_decoder_block_layer(cls: Callable, seed: int = 0) -> None:
               "keep the sublayers of the scaffold, with their names (self_attn, multihead_attn, linear1, linear2, "
               "norm1, norm2, norm3)"])
     block.eval()
-    ours = DecoderBlock(TransformerConfig(vocab_size=10, d_model=D_MODEL, n_heads=HEADS, d_ff=D_FF, dropout=0.0,
-                                          positional="none")).eval()
+    with references.seeded(seed):
+        ours = DecoderBlock(TransformerConfig(vocab_size=10, d_model=D_MODEL, n_heads=HEADS, d_ff=D_FF, dropout=0.0,
+                                              positional="none")).eval()
     copy_decoder_block(ours, ref)
     for case, (x, memory, self_mask, memory_mask) in _block_cases(seed):
         got = call(block, (x, memory, self_mask, memory_mask), f"DecoderBlock ({case})")
@@ -267,9 +201,7 @@ def check_decoder_block_layer(cls: Callable, seed: int = 0) -> None:
         # With gradients on, as in the student's call: nn.MultiheadAttention's no-grad fast path handles an
         # all-blocked row differently, and the variants must match what the student's code computes.
         expected = ours(x, memory, self_mask=self_mask, memory_mask=memory_mask).detach()
-        mistakes = {BLOCK_HINTS[kind]: _block_variant(ref, x, memory, self_mask, memory_mask, kind).detach()
-                    for kind in BLOCK_HINTS
-                    if not (self_mask is None and kind in ("masks not inverted", "no self mask", "no memory mask"))}
+        mistakes = outputs(DECODER_BLOCK_MISTAKES, ref, x, memory, self_mask, memory_mask, run=_run)
         problems = compare(got, expected, ("batch", "T_d", "d_model"), atol=1e-5, rtol=1e-4, mistakes=mistakes,
                            what=f"output ({case})")
         if problems and isinstance(got, torch.Tensor) and bool(got.isnan().any()):
@@ -277,3 +209,10 @@ def check_decoder_block_layer(cls: Callable, seed: int = 0) -> None:
         if problems:
             report(f"DecoderBlock ({case})", problems)
     report("DecoderBlock", [])
+
+
+MISTAKES = {
+    "check_cross_shapes": CROSS_SHAPES_MISTAKES,
+    "check_cross_attention": CROSS_ATTENTION_MISTAKES,
+    "check_decoder_block_layer": DECODER_BLOCK_MISTAKES,
+}

@@ -9,7 +9,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .core import call, compare, fail, report
+from . import references
+from .core import Mistake, call, compare, fail, outputs, report, values_of
+from .mistakes.ch09 import GREEDY_MISTAKES, MASKED_CROSS_ENTROPY_MISTAKES, OUTPUT_HEAD_MISTAKES, Greedy
 
 __all__ = ["check_output_by_hand", "check_masked_cross_entropy", "check_greedy_decoding",
            "check_tied_output_head", "by_hand_inputs"]
@@ -25,6 +27,37 @@ def by_hand_inputs() -> tuple[list[str], torch.Tensor, str]:
 # ----------------------------------------------------------------- exercise 1
 
 
+def _by_hand_mistakes() -> list[Mistake]:
+    words, z, right = by_hand_inputs()
+    z = z.double()
+    p = z.softmax(dim=-1)
+    y, top = words.index(right), int(z.argmax())
+    return [
+        Mistake("not normalised", "these are the exponentials e^z; divide each by their sum, so that the "
+                "probabilities add up to 1.", z.exp(), "probs"),
+        Mistake("logits over their sum", "these are the logits divided by their sum; the softmax exponentiates "
+                "first: p_j = e^(z_j) / sum e^(z_j').", z / z.sum(), "probs"),
+        Mistake("log-probabilities", "these are log-probabilities; probs asks for the probabilities themselves.",
+                z.log_softmax(dim=-1), "probs"),
+        Mistake("sorted", "the probabilities must stay in vocabulary order (einen, Brot, gegessen, <eos>), not "
+                "sorted.", p.sort(descending=True).values, "probs"),
+        Mistake("the picked word", f"this is -log p of {words[top]!r}, the word the model picks; the loss is about "
+                f"the right word, {right!r}.", -p[top].log(), "loss"),
+        Mistake("no minus", "the minus sign is missing: log p is negative, and the loss is -log p.", p[y].log(),
+                "loss"),
+        Mistake("log base 10", "this uses log base 10; the loss uses the natural logarithm (math.log).",
+                -p[y].log10(), "loss"),
+        Mistake("minus the logit", "this is -z_y, minus the logit; the log-probability also subtracts log(sum of "
+                "e^z).", -z[y], "loss"),
+        Mistake("1 - p", "this is 1 - p; the cross-entropy is -log p.", 1 - p[y], "loss"),
+        Mistake("the probability", "this is the probability of the right word; the loss is minus its logarithm.",
+                p[y], "loss"),
+    ]
+
+
+BY_HAND_MISTAKES = _by_hand_mistakes()
+
+
 def check_output_by_hand(answer) -> None:
     """``answer = {"probs": 4 numbers, "word": str, "loss": number}`` for the logits of :func:`by_hand_inputs`."""
     __tracebackhide__ = True
@@ -36,14 +69,8 @@ def check_output_by_hand(answer) -> None:
     p = z.softmax(dim=-1)
     y = words.index(right)
     top = int(z.argmax())
-    problems = compare(answer["probs"], p, ("vocab",), atol=BY_HAND_TOLERANCE, rtol=0.0, what="probs", mistakes={
-        "these are the exponentials e^z; divide each by their sum, so that the probabilities add up to 1.": z.exp(),
-        "these are the logits divided by their sum; the softmax exponentiates first: p_j = e^(z_j) / sum e^(z_j').":
-            z / z.sum(),
-        "these are log-probabilities; probs asks for the probabilities themselves.": z.log_softmax(dim=-1),
-        "the probabilities must stay in vocabulary order (einen, Brot, gegessen, <eos>), not sorted.":
-            p.sort(descending=True).values,
-    })
+    problems = compare(answer["probs"], p, ("vocab",), atol=BY_HAND_TOLERANCE, rtol=0.0, what="probs",
+                       mistakes=values_of(BY_HAND_MISTAKES, "probs"))
     word = answer["word"]
     if isinstance(word, str):
         if word not in words:
@@ -58,16 +85,8 @@ def check_output_by_hand(answer) -> None:
         problems.append("Hint: an index is only half the answer: ask the vocabulary which word has that index.")
     else:
         problems.append(f"word: expected a string, got {type(word).__name__}")
-    loss = -p[y].log()
-    problems += compare(answer["loss"], loss, (), atol=BY_HAND_TOLERANCE, rtol=0.0, what="loss", mistakes={
-        f"this is -log p of {words[top]!r}, the word the model picks; the loss is about the right word, "
-        f"{right!r}.": -p[top].log(),
-        "the minus sign is missing: log p is negative, and the loss is -log p.": p[y].log(),
-        "this uses log base 10; the loss uses the natural logarithm (math.log).": -p[y].log10(),
-        "this is -z_y, minus the logit; the log-probability also subtracts log(sum of e^z).": -z[y],
-        "this is 1 - p; the cross-entropy is -log p.": 1 - p[y],
-        "this is the probability of the right word; the loss is minus its logarithm.": p[y],
-    })
+    problems += compare(answer["loss"], -p[y].log(), (), atol=BY_HAND_TOLERANCE, rtol=0.0, what="loss",
+                        mistakes=values_of(BY_HAND_MISTAKES, "loss"))
     report("output by hand", problems)
 
 
@@ -87,25 +106,6 @@ def _loss_cases(seed: int):
             ("pad_id=3", torch.randn(3, 4, 7, generator=g) * 2, other, 3)]
 
 
-def _loss_mistakes(logits, labels, pad_id) -> dict[str, torch.Tensor]:
-    nll = -logits.log_softmax(dim=-1).gather(-1, labels[..., None])[..., 0]  # (batch, T)
-    real = labels != pad_id
-    out = {
-        "the padding is counted: positions whose label is pad_id must be left out.": nll.mean(),
-        "divided by every position (batch x T), not by the number of real labels.": nll[real].sum() / nll.numel(),
-        "this is the sum over the real labels; the loss is their mean.": nll[real].sum(),
-        "the minus sign is missing: the loss is -log p.": -nll[real].mean(),
-        "the log-softmax runs over the wrong dimension: each position's probabilities are over the vocabulary, "
-        "the last dimension.": -logits.log_softmax(dim=1).gather(-1, labels[..., None])[..., 0][real].mean(),
-        "the logits were used as log-probabilities: apply log_softmax over the vocabulary first.":
-            -logits.gather(-1, labels[..., None])[..., 0][real].mean(),
-    }
-    if pad_id != 0:
-        out["pad_id is hard-coded as 0: leave out the labels equal to the pad_id argument."] = (
-            nll[labels != 0].mean())
-    return out
-
-
 def check_masked_cross_entropy(fn: Callable) -> None:
     """``fn(logits (batch, T, vocab), labels (batch, T), pad_id)``: mean ``-log p(label)`` over non-pad labels."""
     __tracebackhide__ = True
@@ -113,7 +113,8 @@ def check_masked_cross_entropy(fn: Callable) -> None:
         x = logits.clone().requires_grad_(True)
         got = call(fn, (x, labels.clone(), pad_id), f"masked_cross_entropy ({case})")
         expected = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=pad_id)
-        problems = compare(got, expected, (), atol=1e-5, rtol=1e-4, mistakes=_loss_mistakes(logits, labels, pad_id),
+        problems = compare(got, expected, (), atol=1e-5, rtol=1e-4,
+                           mistakes=outputs(MASKED_CROSS_ENTROPY_MISTAKES, logits, labels, pad_id),
                            what=f"loss ({case})")
         if problems:
             report(f"masked_cross_entropy ({case})", problems)
@@ -174,33 +175,6 @@ class _Counted:
         return self.fn(seq)
 
 
-def _greedy_variant(next_logits, prefix, eos_id, max_new, mode=None):
-    ids = list(prefix)
-    budget = {"short": max_new - 1, "long": max_new + 1, "total": max_new - len(prefix)}.get(mode, max_new)
-    for _ in range(max(budget, 0)):
-        z = next_logits(list(prefix) if mode == "no_feedback" else ids[-1:] if mode == "last_only" else ids)
-        nxt = int(z.argmin()) if mode == "argmin" else int(z.argmax())
-        if mode == "no_eos" and nxt == eos_id:
-            break
-        ids.append(nxt)
-        if nxt == eos_id and mode != "no_stop":
-            break
-    return ids[len(prefix):] if mode == "no_prefix" else ids
-
-
-GREEDY_HINTS = {
-    "no_stop": "it goes on after eos_id: stop as soon as eos_id has been appended.",
-    "no_eos": "eos_id is missing at the end: append it, then stop.",
-    "short": "one token too few: max_new_tokens new tokens may be generated.",
-    "long": "one token too many: at most max_new_tokens new tokens.",
-    "total": "max_new_tokens counts only the new tokens, not the prefix.",
-    "no_feedback": "every step reads the same prefix: feed the growing sequence (prefix + new tokens) back in.",
-    "last_only": "next_logits needs the whole sequence so far, not only its last token.",
-    "no_prefix": "return the prefix followed by the new tokens, not only the new tokens.",
-    "argmin": "greedy decoding takes the largest logit (argmax), not the smallest.",
-}
-
-
 def _as_ids(got):
     if isinstance(got, torch.Tensor):
         return got.detach().flatten()
@@ -231,10 +205,10 @@ def check_greedy_decoding(fn: Callable) -> None:
         if given != prefix:
             fail(f"✗ greedy_decode ({case})", ["your function changed the prefix list it was given; "
                                                "work on a copy, e.g. ids = list(prefix)"])
-        expected = torch.tensor(_greedy_variant(model, prefix, eos_id, max_new), dtype=torch.float64)
+        expected = torch.tensor(Greedy()(model, prefix, eos_id, max_new), dtype=torch.float64)
         new_tokens = len(expected) - len(prefix)
-        mistakes = {GREEDY_HINTS[m]: torch.tensor(_greedy_variant(model, prefix, eos_id, max_new, m),
-                                                   dtype=torch.float64) for m in GREEDY_HINTS}
+        wrong_ids = outputs(GREEDY_MISTAKES, model, prefix, eos_id, max_new)
+        mistakes = {hint: torch.tensor(ids, dtype=torch.float64) for hint, ids in wrong_ids.items()}
         mistakes = {hint: value for hint, value in mistakes.items()
                     if value.shape != expected.shape or not torch.equal(value, expected)}
         problems = compare(_as_ids(got), expected, ("position",), atol=0.0, rtol=0.0, mistakes=mistakes,
@@ -251,33 +225,18 @@ def check_greedy_decoding(fn: Callable) -> None:
 # ----------------------------------------------------------------- exercise 4
 
 
-def _seeded_embedding(vocab: int, d: int, seed: int) -> nn.Embedding:
-    emb = nn.Embedding(vocab, d)
-    with torch.no_grad():
-        emb.weight.copy_(torch.randn(vocab, d, generator=torch.Generator().manual_seed(seed)))
-    return emb
+def _run_head(cls, d_model: int, vocab_size: int, embedding, weight: torch.Tensor, h: torch.Tensor):
+    """Build ``cls`` (tied to ``embedding`` if given, else with ``weight`` copied in) and call it on ``h``."""
+    if embedding is not None:
+        return cls(d_model, vocab_size, embedding)(h)
+    head = cls(d_model, vocab_size)
+    head.weight.copy_(weight)
+    return head(h)
 
 
-def _head_output_mistakes(h, w, d) -> dict[str, torch.Tensor]:
-    z = F.linear(h, w)
-    return {
-        "forward returned probabilities; it must return the logits (the softmax comes later, in the loss or "
-        "when decoding).": z.softmax(dim=-1),
-        "forward returned log-probabilities; it must return the logits.": z.log_softmax(dim=-1),
-        "the logits are multiplied by sqrt(d_model): that factor belongs to the input embedding, not to the "
-        "output head.": z * math.sqrt(d),
-        "the logits are divided by sqrt(d_model); the head computes plain h W^T.": z / math.sqrt(d),
-    }
-
-
-def check_tied_output_head(cls: Callable, d_model: int = 16, vocab_size: int = 40) -> None:
-    """``cls(d_model, vocab_size, embedding=None)``: an ``nn.Module`` with ``self.weight`` (vocab, d_model),
-    tied to ``embedding.weight`` when an embedding is given, and ``forward(h) = h W^T``."""
+def _check_untied(cls: Callable, d: int, v: int, h: torch.Tensor) -> None:
+    """The head without an embedding: its own registered ``(vocab, d_model)`` matrix, RMS ``1/sqrt(d_model)``."""
     __tracebackhide__ = True
-    d, v = d_model, vocab_size
-    h = torch.randn(2, 3, d, generator=torch.Generator().manual_seed(0))
-
-    # untied: its own matrix
     head = call(cls, (d, v), f"OutputHead({d}, {v})")
     if not isinstance(head, nn.Module):
         fail(f"✗ OutputHead({d}, {v})", [f"expected an nn.Module, got {type(head).__name__}"])
@@ -301,12 +260,16 @@ def check_tied_output_head(cls: Callable, d_model: int = 16, vocab_size: int = 4
     got = call(head, (h,), f"OutputHead({d}, {v}).forward")
     with torch.no_grad():
         problems = compare(got, F.linear(h, w), ("batch", "seq", "vocab"), atol=1e-5, rtol=1e-4,
-                           mistakes=_head_output_mistakes(h, w.detach(), d), what="logits (untied)")
+                           mistakes=outputs(OUTPUT_HEAD_MISTAKES, d, v, None, w, h, run=_run_head),
+                           what="logits (untied)")
     if problems:
         report(f"OutputHead({d}, {v})", problems)
 
-    # tied: the embedding's own Parameter
-    emb = _seeded_embedding(v, d, 1)
+
+def _check_tied(cls: Callable, d: int, v: int, h: torch.Tensor) -> None:
+    """The head given an embedding: that embedding's own Parameter, nothing of its own, at every call."""
+    __tracebackhide__ = True
+    emb = references.tied_embedding(v, d, 1)
     head = call(cls, (d, v, emb), f"OutputHead({d}, {v}, embedding)")
     w = getattr(head, "weight", None)
     if w is not emb.weight:
@@ -326,7 +289,8 @@ def check_tied_output_head(cls: Callable, d_model: int = 16, vocab_size: int = 4
     got = call(head, (h,), f"OutputHead({d}, {v}, embedding).forward")
     with torch.no_grad():
         problems = compare(got, F.linear(h, emb.weight), ("batch", "seq", "vocab"), atol=1e-5, rtol=1e-4,
-                           mistakes=_head_output_mistakes(h, emb.weight.detach(), d), what="logits (tied)")
+                           mistakes=outputs(OUTPUT_HEAD_MISTAKES, d, v, emb, emb.weight, h, run=_run_head),
+                           what="logits (tied)")
     if problems:
         report(f"OutputHead({d}, {v}, embedding)", problems)
     with torch.no_grad():
@@ -336,5 +300,21 @@ def check_tied_output_head(cls: Callable, d_model: int = 16, vocab_size: int = 4
             report(f"OutputHead({d}, {v}, embedding)", [
                 "after a change to the embedding, the head's logits did not follow: forward must use "
                 "self.weight, the embedding's own matrix, at every call"])
+
+
+def check_tied_output_head(cls: Callable, d_model: int = 16, vocab_size: int = 40) -> None:
+    """``cls(d_model, vocab_size, embedding=None)``: an ``nn.Module`` with ``self.weight`` (vocab, d_model),
+    tied to ``embedding.weight`` when an embedding is given, and ``forward(h) = h W^T``."""
+    __tracebackhide__ = True
+    h = torch.randn(2, 3, d_model, generator=torch.Generator().manual_seed(0))
+    _check_untied(cls, d_model, vocab_size, h)
+    _check_tied(cls, d_model, vocab_size, h)
     report("OutputHead", [])
 
+
+MISTAKES = {
+    "check_output_by_hand": BY_HAND_MISTAKES,
+    "check_masked_cross_entropy": MASKED_CROSS_ENTROPY_MISTAKES,
+    "check_greedy_decoding": GREEDY_MISTAKES,
+    "check_tied_output_head": OUTPUT_HEAD_MISTAKES,
+}

@@ -9,17 +9,24 @@ problem it finds:
 4. some values are wrong (how many, the first wrong index, the largest error);
 5. and if the wrong answer equals a known mistake, a hint that names it.
 
+The known mistakes are data: each exercise has a list of :class:`Mistake`, each
+a named wrong answer (a wrong function or class with the student's signature, or
+a wrong value worked by hand) and its hint. A check runs every wrong answer on
+its own inputs, exactly as it runs the student's, and names the first one the
+student's answer equals.
+
 A check never prints the expected answer. When everything passes it says so,
 and reminds the student that hidden checks run at grading time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
-
 
 PASSED = "public checks passed; hidden checks run at grading"
 SMALL = 16  # answers with fewer values than this never show the size of an error
@@ -27,6 +34,44 @@ SMALL = 16  # answers with fewer values than this never show the size of an erro
 
 class CheckFailed(AssertionError):
     """Raised by a check; its message is the feedback."""
+
+
+@dataclass(frozen=True)
+class Mistake:
+    """A common wrong answer to an exercise, and the hint that names it.
+
+    ``wrong`` has the form of the student's answer: a function or a class with
+    the exercise's signature, or, for an answer worked by hand, the wrong value
+    (of the entry ``part`` of the answer, a key of a dict or an index of a list,
+    when ``part`` is given).
+    """
+
+    name: str
+    hint: str
+    wrong: Any
+    part: str | int | None = None
+
+
+def outputs(mistakes: Iterable[Mistake], *args, run: Callable[..., Any] | None = None) -> dict[str, Any]:
+    """``{hint: what the wrong answer gives}``, in the list's order: ``wrong(*args)``, or ``run(wrong, *args)``
+    when the answer is a class that the check must first build and load (as it does the student's).
+
+    A wrong answer that cannot even run on these inputs needs no hint here, and is left out. Wrong answers
+    run with the caller's random state saved and restored, so a notebook draws the same numbers after a check.
+    """
+    out = {}
+    for mistake in mistakes:
+        try:
+            with torch.random.fork_rng(devices=[]):
+                out[mistake.hint] = mistake.wrong(*args) if run is None else run(mistake.wrong, *args)
+        except Exception:  # noqa: BLE001 - e.g. a shape that only fits other inputs
+            continue
+    return out
+
+
+def values_of(mistakes: Iterable[Mistake], part: str | int | None = None) -> dict[str, Any]:
+    """``{hint: wrong value}`` of the by-hand mistakes about ``part`` of the answer (None: the whole answer)."""
+    return {m.hint: m.wrong for m in mistakes if m.part == part}
 
 
 def fail(title: str, lines: Sequence[str]) -> None:

@@ -1,49 +1,26 @@
-"""Training pictures: a progress bar, the loss curve, and the translation explorer (chapter 10)."""
+"""Training pictures: the loss curve and the translation explorer (chapter 10).
+
+The progress bar of :func:`transformer.train.fit` lives in :mod:`transformer.progress`
+(training calls it back; it does not import this module); it is re-exported here.
+"""
 
 from __future__ import annotations
 
 import html
-import time
 from collections.abc import Sequence
 
 import torch
 
+from ..model import cross_attention_weights
+from ..progress import TrainingProgress  # noqa: F401 - re-exported as T.viz.TrainingProgress
+from ..train import translate
 from .attention import weight_bars
 from .explorer import Explorer
-
-
-class TrainingProgress:
-    """A progress bar for :func:`transformer.train.fit`: an ``IntProgress`` and an ``HTML`` label.
-
-    Unlike a text progress bar on stderr, its stored text form is the same on
-    every run (the widget as it was when displayed), so strict nbval can check it.
-    """
-
-    def __init__(self, steps: int, description: str = "training"):
-        import ipywidgets as w
-
-        self.bar = w.IntProgress(value=0, min=0, max=steps, description=description)
-        self.label = w.HTML(value=f"step 0 / {steps}")
-        self.widget = w.HBox([self.bar, self.label])
-        self.steps = steps
-        self._start = time.perf_counter()
-
-    def update(self, step: int, loss: float) -> None:
-        """Show ``step`` of ``steps`` and the latest loss."""
-        self.bar.value = step
-        seconds = time.perf_counter() - self._start
-        self.label.value = f"step {step} / {self.steps} &middot; loss {loss:.4f} &middot; {seconds:.0f} s"
-
-    def _ipython_display_(self):
-        from IPython.display import display
-
-        display(self.widget)
 
 
 def plot_losses(losses: Sequence[float], ax=None, title: str = "Training loss", smooth: int = 20):
     """The loss of every step (light) and its running mean over ``smooth`` steps (dark), on a log scale."""
     import matplotlib.pyplot as plt
-
     from matplotlib.ticker import FormatStrFormatter
 
     loss = torch.as_tensor(list(losses), dtype=torch.float64)
@@ -130,9 +107,6 @@ def translation_attention(model, corpus, sentence: str, layer: int = -1) -> tupl
     ``<eos>``), and ``weights (T_d, T_e)``: row ``t`` is where the decoder looked
     while writing target word ``t``, in decoder layer ``layer``.
     """
-    from ..model import cross_attention_weights
-    from ..train import translate
-
     german = translate(model, corpus, [sentence])[0]
     src = corpus.encode_src([sentence])  # (1, T_e)
     dec_in = corpus.encode_tgt([german])[:, :-1]  # (1, T_d): <sos> and the words, without <eos>

@@ -3,12 +3,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import describe, number, numbers, tensor
+from grader.hidden.judge import entry, number, numbers, tensor
 
 ASSIGNMENT = "06_add_norm_feed_forward"
 GRADED = ["ex1_layer_norm_by_hand", "ex2_layer_norm", "ex3_encoder_block"]
@@ -19,18 +18,6 @@ PARTS = ("self_attn", "linear1", "linear2", "norm1", "norm2")
 
 # --------------------------------------------------------------------------- exercise 1
 
-def _entry(key: str, judge):
-    """A judge of ``by_hand[key]``: ``by_hand`` must be a dict holding ``key``."""
-    def check(got):
-        if not isinstance(got, dict):
-            return f"expected by_hand to be a dict, got {describe(got)}"
-        if key not in got:
-            return f"by_hand is missing the key {key!r}"
-        value = got[key]
-        return judge(value.tolist() if isinstance(value, np.ndarray) else value)  # numpy: as Python numbers
-    return check
-
-
 def ex1_layer_norm_by_hand():
     x, gamma, beta = [1.0, 5.0, 2.0, 8.0], [1.0, 2.0, 1.0, 2.0], [0.0, 0.0, 1.0, 1.0]
     mu = sum(x) / 4
@@ -39,13 +26,13 @@ def ex1_layer_norm_by_hand():
     y = [g * zi + b for g, zi, b in zip(gamma, z, beta)]
     token = "x = [1, 5, 2, 8], gamma = [1, 2, 1, 2], beta = [0, 0, 1, 1], eps = 0"
     yield Case(f"by_hand['mean'], the mean of {token} (within 1e-3)", reads("by_hand"),
-               _entry("mean", lambda got: number(got, mu, BY_HAND, "by_hand['mean']")))
+               entry("mean", lambda got: number(got, mu, BY_HAND, "by_hand['mean']"), "by_hand"))
     yield Case(f"by_hand['variance'], the biased variance of {token} (within 1e-3)", reads("by_hand"),
-               _entry("variance", lambda got: number(got, var, BY_HAND, "by_hand['variance']")))
+               entry("variance", lambda got: number(got, var, BY_HAND, "by_hand['variance']"), "by_hand"))
     yield Case(f"by_hand['z'], the four z-scores of {token} (each within 1e-3)", reads("by_hand"),
-               _entry("z", lambda got: numbers(got, z, BY_HAND, "by_hand['z']")))
+               entry("z", lambda got: numbers(got, z, BY_HAND, "by_hand['z']"), "by_hand"))
     yield Case(f"by_hand['y'], the four outputs gamma * z + beta of {token} (each within 1e-3)", reads("by_hand"),
-               _entry("y", lambda got: numbers(got, y, BY_HAND, "by_hand['y']")))
+               entry("y", lambda got: numbers(got, y, BY_HAND, "by_hand['y']"), "by_hand"))
 
 
 # --------------------------------------------------------------------------- exercise 2

@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Request, probe, reads
-from grader.hidden.judge import describe, first, number, numbers, tensor
+from grader.hidden.judge import describe, entry, first, number, numbers, tensor
 
 ASSIGNMENT = "09_output_head"
 GRADED = ["ex1_output_by_hand", "ex2_masked_cross_entropy", "ex3_greedy_decoding", "ex4_tied_output_head"]
@@ -19,16 +19,6 @@ TOL = {"atol": 1e-5, "rtol": 1e-4}
 # ----------------------------------------------------------------- exercise 1: by hand
 
 WORDS = ["einen", "Brot", "gegessen", "<eos>"]
-
-
-def _hand(key, check):
-    def judge(reply):
-        if not isinstance(reply, dict):
-            return f"expected a dict with the keys 'probs', 'word' and 'loss', got {describe(reply)}"
-        if key not in reply:
-            return f"the dict has no entry {key!r}; keep the last line of the answer cell"
-        return check(reply[key])
-    return judge
 
 
 def _probs(got):
@@ -54,10 +44,11 @@ def ex1_output_by_hand():
     word = WORDS[p.index(max(p))]
     loss = -math.log(p[WORDS.index("einen")])        # the right next word is "einen"
     yield Case("hand['probs'], the four probabilities in vocabulary order (each within 1e-3)", reads("hand"),
-               _hand("probs", lambda got: numbers(_probs(got), p, 1e-3, "probs")))
-    yield Case("hand['word'], the word greedy decoding picks (exact)", reads("hand"), _hand("word", _word(word)))
+               entry("probs", lambda got: numbers(_probs(got), p, 1e-3, "probs"), "hand"))
+    yield Case("hand['word'], the word greedy decoding picks (exact)", reads("hand"),
+               entry("word", _word(word), "hand"))
     yield Case("hand['loss'], the cross-entropy loss of the right word (within 1e-3)", reads("hand"),
-               _hand("loss", lambda got: number(got, loss, 1e-3, "loss")))
+               entry("loss", lambda got: number(got, loss, 1e-3, "loss"), "hand"))
 
 
 # ----------------------------------------------------------------- exercise 2: masked cross-entropy

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Request, probe, reads
-from grader.hidden.judge import describe, tensor
+from grader.hidden.judge import describe, entry, tensor
 from transformer import EncoderDecoder, TransformerConfig
 
 ASSIGNMENT = "10_whole_transformer"
@@ -21,12 +21,7 @@ GRADED = ["ex1_parameter_count", "ex2_train_step", "ex3_translator"]
 
 
 def _count_judge(key, want):
-    def judge(reply):
-        if not isinstance(reply, dict):
-            return f"expected a dict with the keys 'encoder_layer', 'decoder_layer' and 'model', got {describe(reply)}"
-        if key not in reply:
-            return f"the dict has no entry {key!r}"
-        got = reply[key]
+    def judge(got):
         if isinstance(got, torch.Tensor) and got.numel() == 1 and not got.dtype.is_complex:
             got = got.reshape(-1)[0].item()
         if isinstance(got, bool) or not isinstance(got, (int, float)):
@@ -34,7 +29,7 @@ def _count_judge(key, want):
         if not math.isfinite(got) or abs(got - want) >= 0.5:
             return f"counts[{key!r}] is not the right count (tolerance: exact)"
         return None
-    return judge
+    return entry(key, judge, "counts")
 
 
 def ex1_parameter_count():

@@ -126,7 +126,8 @@ def entry(key: str, check, name: str = "answers"):
             return f"{name}: expected a dict, got {describe(got)}"
         if key not in got:
             return f"{name} is missing the key {key!r}"
-        return check(got[key])
+        value = got[key]
+        return check(value.tolist() if isinstance(value, np.ndarray) else value)  # numpy: as Python numbers
     return judge
 
 

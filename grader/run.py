@@ -20,6 +20,7 @@ import nbformat
 from grader import hidden, plain
 from grader.kernel import Kernel
 
+REPO = str(Path(__import__("transformer").__file__).resolve().parent.parent)  # the repository, the package's parent
 KILLED = 'raise RuntimeError("this cell stopped the kernel when it was graded, so the grader replaced it")'
 MAX_DEATHS = 3
 
@@ -28,8 +29,11 @@ MAX_DEATHS = 3
 MONITOR = r'''
 import sys, types
 def _install():
-    allowed_write = ("/tmp", "/home/student", BOX, "/dev/null")
-    allowed_read = allowed_write + READ_ROOTS + ("/usr", "/dev", "/proc/self", "/proc/thread-self", "/etc", "/sys")
+    # Its own: /tmp, HOME, its answers folder. Not its own, even where they lie under /tmp on the host:
+    # the folders the grader binds in (the package, the environment, the box) and the repository.
+    mine = ("/tmp/", "/home/student", BOX + "/out", "/dev/null", "/dev/shm")
+    not_mine = READ_ROOTS + (BOX, REPO)
+    allowed_read = mine + READ_ROOTS + ("/usr", "/dev", "/proc/self", "/proc/thread-self", "/etc", "/sys")
     seen = sys.modules.setdefault("__grader_events__", types.SimpleNamespace(events=[])).events
     log = open(BOX + "/out/events.log", "a", buffering=1)  # written as it happens: a kernel that dies keeps its record
     def note(text):
@@ -48,7 +52,8 @@ def _install():
         if event == "open" and isinstance(args[0], str):
             path, mode, flags = args[0], args[1] or "", args[2] or 0
             write = any(c in str(mode) for c in "wax+") or bool(flags & 0o3103)
-            if write and not path.startswith(allowed_write):
+            outside = path.startswith("/") and (not path.startswith(mine) or path.startswith(not_mine))
+            if write and outside and not path.startswith(BOX + "/out"):
                 note("write outside its folders: " + path[:120])
             elif not write and path.startswith("/") and not path.startswith(allowed_read):
                 note("read outside its folders: " + path[:120])
@@ -122,7 +127,7 @@ def _label(cell, index: int) -> str:
 
 
 def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, box: Path, read_roots: tuple) -> None:
-    monitor = _in_kernel(MONITOR, BOX=repr(str(box)), READ_ROOTS=repr(read_roots))
+    monitor = _in_kernel(MONITOR, BOX=repr(str(box)), READ_ROOTS=repr(read_roots), REPO=repr(REPO))
     deaths, done = 0, []
     kernel.start()
     kernel.execute(monitor, timeout)
@@ -231,7 +236,7 @@ def grade_in_sandbox(nb, assignment: str, box: Path, timeout: float, read_roots:
     try:
         run_notebook(kernel, nb, timeout, run, box, read_roots)
         replay = [c.source for c in nb.cells if c.cell_type == "code" and c.source != KILLED]
-        monitor = _in_kernel(MONITOR, BOX=repr(str(box)), READ_ROOTS=repr(read_roots))
+        monitor = _in_kernel(MONITOR, BOX=repr(str(box)), READ_ROOTS=repr(read_roots), REPO=repr(REPO))
         ask(kernel, nb, box, assignment, timeout, run, replay, monitor)
         try:
             with plain.open_under(box, "out/events.log") as f:

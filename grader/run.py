@@ -18,7 +18,7 @@ from pathlib import Path
 import nbformat
 
 from grader import hidden, plain
-from grader.kernel import Kernel
+from grader.kernel import MAX_CHARS, MAX_LINES, Kernel
 
 REPO = str(Path(__import__("transformer").__file__).resolve().parent.parent)  # the repository, the package's parent
 KILLED = 'raise RuntimeError("this cell stopped the kernel when it was graded, so the grader replaced it")'
@@ -140,7 +140,7 @@ def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, box: Path, read_r
         for what in refusals(result.outputs):
             _event(run, f"{what} ({where})")
         if result.flooded:
-            run.note(f"{where} printed more than {len(result.outputs)} outputs' worth; the rest was cut")
+            run.note(f"{where} printed more than {MAX_LINES} lines or {MAX_CHARS} characters; the rest was cut")
         if result.status == "timeout":
             _event(run, f"time limit ({where})")
             run.note(f"{where} ran longer than {timeout:g} s and was stopped")

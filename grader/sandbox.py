@@ -1,11 +1,13 @@
 """One OS sandbox per submission: a bubblewrap (``bwrap``) jail around the student's kernel.
 
 Inside it the kernel sees a read-only system, the Python it runs on, the virtual environment and,
-of the repository, only the ``transformer`` package; a private /tmp and HOME; its own folder
-(``box``, for the kernel's sockets and the grader's questions and answers); no network; its own pid,
-IPC and UTS namespaces, so it cannot see or signal another process, and everything it starts dies
-with it. When the grader runs as root the kernel drops to an unprivileged uid of its own (one per
-worker), so the process limit holds. Limits: address space, processes, file size, CPU seconds.
+of the repository, only the ``transformer`` package; a private /tmp and HOME; of its ``box``, the
+grader's questions (``in/``, read-only), its answers (``out/``) and a socket folder new for every
+kernel; no network; its own pid, IPC and UTS namespaces, so it cannot see or signal another process,
+and everything it starts dies with it. When the grader runs as root the kernel drops to an
+unprivileged uid that each grading process claims for itself, so the process limit holds, and joins
+that process's control groups (CPU share, memory, processes). Limits: address space, processes,
+file size, CPU seconds.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import describe, first, returns, tensor
+from grader.hidden.judge import describe, entry, first, returns, tensor
 
 ASSIGNMENT = "05_multi_head_attention"
 GRADED = ["ex1_head_arithmetic", "ex2_split_heads", "ex3_merge_heads", "ex4_multihead_attention"]
@@ -26,29 +26,22 @@ def _as_int(x):
     return int(x) if float(x).is_integer() else None
 
 
-def _size_judge(key: str, want):
-    """A judge of ``sizes[key]``: a whole number (``want`` an int) or a shape, a tuple of ints."""
-    def judge(got):
-        if not isinstance(got, dict):
-            return f"expected sizes to be a dict, got {describe(got)}"
-        if key not in got:
-            return f"sizes is missing the key {key!r}"
-        value = got[key]
-        if isinstance(want, int):
-            n = _as_int(value)
-            if n is None:
-                return f"expected a whole number, got {describe(value)}"
-            return None if n == want else "the number is wrong"
-        if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 1:
-            value = value.tolist()
-        if not isinstance(value, (tuple, list)) or any(_as_int(s) is None for s in value):
-            return f"expected a shape as a tuple of ints, e.g. (2, 3), got {describe(value)}"
-        shape = tuple(_as_int(s) for s in value)
-        if len(shape) != len(want):
-            return f"expected {len(want)} dimensions, got {len(shape)}"
-        wrong = [str(i) for i, (a, b) in enumerate(zip(shape, want)) if a != b]
-        return f"the size of dimension {', '.join(wrong)} is wrong" if wrong else None
-    return judge
+def _size(value, want) -> str | None:
+    """``value`` must be the whole number ``want`` (an int) or the shape ``want``, a tuple of ints."""
+    if isinstance(want, int):
+        n = _as_int(value)
+        if n is None:
+            return f"expected a whole number, got {describe(value)}"
+        return None if n == want else "the number is wrong"
+    if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 1:
+        value = value.tolist()
+    if not isinstance(value, (tuple, list)) or any(_as_int(s) is None for s in value):
+        return f"expected a shape as a tuple of ints, e.g. (2, 3), got {describe(value)}"
+    shape = tuple(_as_int(s) for s in value)
+    if len(shape) != len(want):
+        return f"expected {len(want)} dimensions, got {len(shape)}"
+    wrong = [str(i) for i, (a, b) in enumerate(zip(shape, want)) if a != b]
+    return f"the size of dimension {', '.join(wrong)} is wrong" if wrong else None
 
 
 def ex1_head_arithmetic():
@@ -66,7 +59,7 @@ def ex1_head_arithmetic():
             "output": ((b, t, d), "the shape of the layer's output, after W^O")}
     for key, (ref, text) in want.items():
         yield Case(f"sizes[{key!r}], {text}, for BERT-base (d_model 768, 12 heads) on a (4, 9, 768) batch",
-                   reads("sizes"), _size_judge(key, ref))
+                   reads("sizes"), entry(key, lambda got, ref=ref: _size(got, ref), "sizes"))
 
 
 # --------------------------------------------------------------------------- exercises 2 and 3

@@ -75,55 +75,31 @@ def run_all(assignment: str, ready: list, timeout: float, max_points: dict, jobs
         sub.note("a grading worker stopped before grading this file; grade it again")
 
 
-def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading", timeout: int | None = None,
-          jobs: int | None = None) -> int:
-    import nbformat
-
+def _refusal(assignment: str, submissions: Path) -> str | None:
+    """Why this run cannot start (a wrong argument, or no sandbox), or None."""
     source = ROOT / "solutions" / assignment / f"{assignment}.ipynb"
     if not source.exists():
         known = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
-        print(f"ASSIGNMENT: expected one of {known}, got {assignment!r}", file=sys.stderr)
-        return 2
+        return f"ASSIGNMENT: expected one of {known}, got {assignment!r}"
     if not submissions.is_dir():
-        print(f"SUBMISSIONS: expected a folder of <student>.ipynb files, got {str(submissions)!r}", file=sys.stderr)
-        return 2
-    unsafe = sandbox.unsafe()
-    if not unsafe and (why := sandbox.why_unavailable()):
-        print(f"refusing to grade: {why}.\nStudent code must run in a sandbox. To grade anyway, without one, "
-              f"set {sandbox.UNSAFE}=1 (every row is then marked unsandboxed).", file=sys.stderr)
-        return 2
-    if timeout is None:
-        from traitlets.config.loader import PyFileConfigLoader
-        timeout = int(PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config().Execute.timeout)
+        return f"SUBMISSIONS: expected a folder of <student>.ipynb files, got {str(submissions)!r}"
+    if not sandbox.unsafe() and (why := sandbox.why_unavailable()):
+        return (f"refusing to grade: {why}.\nStudent code must run in a sandbox. To grade anyway, without one, "
+                f"set {sandbox.UNSAFE}=1 (every row is then marked unsandboxed).")
+    return None
 
-    # 1. collect
-    out = out_root / assignment
-    work = out / "_nbgrader"
-    for old in (work, out / "feedback", out / "results"):
-        shutil.rmtree(old, ignore_errors=True)
-    for new in (work, out / "feedback", out / "results"):
-        new.mkdir(parents=True)
-    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    try:
-        release_path, db_url, max_points = gradebook.prepare(work, assignment, timeout)
-    except RuntimeError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    release = nbformat.read(release_path, as_version=4)
-    subs = collect.assign_ids(collect.find(submissions, assignment), assignment)
-    jobs = max(1, min(jobs or default_jobs(), len(subs) or 1))
-    print(f"Grading {len(subs)} submission(s) of {assignment} (each cell stopped after {timeout} s, "
-          f"{jobs} at a time, {'WITHOUT a sandbox' if unsafe else 'each in its own sandbox'}) ...")
-    started = time.perf_counter()
-    ready, flagged = [], {}
-    for sub in subs:
-        nb = collect.read_notebook(sub)
-        if nb is not None:
-            rebuilt = collect.rebuild(sub, nb, release)
-            flagged[sub.student] = flags.submission_flags(rebuilt)
-            ready.append((sub, nbformat.writes(rebuilt)))
-    has_mathjax = feedback.copy_mathjax(out / "feedback")
-    sandboxes = {}
+
+def _fresh(out: Path) -> Path:
+    """Empty the assignment's output folders; nbgrader's work folder."""
+    for name in ("_nbgrader", "feedback", "results"):
+        shutil.rmtree(out / name, ignore_errors=True)
+        (out / name).mkdir(parents=True)
+    return out / "_nbgrader"
+
+
+def _saver(out: Path, assignment: str, db_url: str, unsafe: bool, sandboxes: dict):
+    """The callback that records one finished submission: gradebook, feedback page, results file."""
+    import nbformat
 
     def done(sub, result: dict) -> None:
         # 3-5. verdicts (made in the worker, outside the sandbox) -> gradebook -> feedback, saved at once
@@ -142,13 +118,13 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
                  "failures": {g: v.failures for g, v in judged.items()}}
         (out / "results" / f"{sub.student}.json").write_text(json.dumps(saved, indent=1), encoding="utf-8")
 
-    # 2. sandboxed runs (and 3-5 for each as it finishes)
-    run_all(assignment, ready, timeout, max_points, jobs, done)
-    elapsed = time.perf_counter() - started
+    return done
 
-    # 6. report
-    total = sum(max_points.values())
-    rows = []
+
+def _rows(out: Path, assignment: str, subs: list, max_points: dict, unsafe: bool, sandboxes: dict,
+          flagged: dict) -> list[dict]:
+    """One grades.csv row per submission; a submission that never ran gets its problem page."""
+    total, rows = sum(max_points.values()), []
     for sub in subs:
         if not sub.graded:
             sub.note("no exercise could be graded: score 0")
@@ -160,20 +136,66 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
                "flags": report.clean("; ".join(flagged.get(sub.student, [])))}
         row.update({c: sub.points.get(c, 0.0) for c in max_points})
         rows.append(row)
-    cells = list(max_points)
-    report.write_csv(out, rows, cells)
-    report.print_table(rows)
-    report.write_summary(out, rows, cells, max_points)
-    print(f"\nwrote {out / 'grades.csv'}, {out / 'summary.png'} and {len(rows)} page(s) in {out / 'feedback'}")
+    return rows
+
+
+def _summary(rows: list[dict], unsafe: bool, has_mathjax: bool, seconds_each: float | None) -> None:
     if not has_mathjax:
         print("note: the book's MathJax is not installed (npm ci), so feedback pages show formulas as TeX")
-    if subs:
-        print(f"{elapsed / len(subs):.1f} s per submission")
+    if seconds_each is not None:
+        print(f"{seconds_each:.1f} s per submission")
     attention = [r for r in rows if r["problems"] or r["flags"] or (r["sandbox"] and not unsafe)]
     print(f"{len(attention)} of {len(rows)} submission(s) need your attention: see the problems, sandbox and "
           f"flags columns" if attention else "every submission was graded cleanly")
     if unsafe:
         print(f"WARNING: graded without a sandbox ({sandbox.UNSAFE}=1): student code ran with your privileges")
+
+
+def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading", timeout: int | None = None,
+          jobs: int | None = None) -> int:
+    """Grade every submission of ``assignment`` in ``submissions``; 0 when the run completed, 2 if it cannot start."""
+    import nbformat
+
+    if why := _refusal(assignment, submissions):
+        print(why, file=sys.stderr)
+        return 2
+    unsafe = sandbox.unsafe()
+    if timeout is None:
+        from traitlets.config.loader import PyFileConfigLoader
+        timeout = int(PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config().Execute.timeout)
+    # 1. collect
+    out = out_root / assignment
+    work = _fresh(out)
+    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    try:
+        release_path, db_url, max_points = gradebook.prepare(work, assignment, timeout)
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    release = nbformat.read(release_path, as_version=4)
+    subs = collect.assign_ids(collect.find(submissions, assignment), assignment)
+    jobs = max(1, min(jobs or default_jobs(), len(subs) or 1))
+    print(f"Grading {len(subs)} submission(s) of {assignment} (each cell stopped after {timeout} s, "
+          f"{jobs} at a time, {'WITHOUT a sandbox' if unsafe else 'each in its own sandbox'}) ...")
+    started = time.perf_counter()
+    ready, flagged = [], {}
+    for sub in subs:
+        if (nb := collect.read_notebook(sub)) is not None:
+            rebuilt = collect.rebuild(sub, nb, release)
+            flagged[sub.student] = flags.submission_flags(rebuilt)
+            ready.append((sub, nbformat.writes(rebuilt)))
+    has_mathjax = feedback.copy_mathjax(out / "feedback")
+    sandboxes: dict = {}
+    # 2. sandboxed runs (and 3-5 for each as it finishes)
+    run_all(assignment, ready, timeout, max_points, jobs, _saver(out, assignment, db_url, unsafe, sandboxes))
+    elapsed = time.perf_counter() - started
+    # 6. report
+    rows = _rows(out, assignment, subs, max_points, unsafe, sandboxes, flagged)
+    report.write_csv(out, rows, list(max_points))
+    report.print_table(rows)
+    report.write_summary(out, rows, list(max_points), max_points)
+    print(f"\nwrote {out / 'grades.csv'}, {out / 'summary.png'} and {len(rows)} page(s) in {out / 'feedback'}")
+    _summary(rows, unsafe, has_mathjax, elapsed / len(subs) if subs else None)
     return 0
 
 

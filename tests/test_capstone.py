@@ -11,8 +11,8 @@ from torch import nn
 
 from transformer import EncoderDecoder, TransformerConfig, count_parameters
 from transformer.data import Corpus
+from transformer.inspect import cross_attention_weights, recorded_attention
 from transformer.interop import copy_transformer
-from transformer.model import cross_attention_weights, recorded_attention
 from transformer.train import exact_match, fit, translate
 from transformer.viz.training import TranslationExplorer, translation_attention
 

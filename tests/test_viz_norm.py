@@ -8,8 +8,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer import Encoder, EncoderBlock, TransformerConfig
+from transformer.inspect import residual_stream
 from transformer.interop import copy_encoder_block, copy_layer_norm
-from transformer.viz.norm import NormExplorer, residual_stream, signed_bars
+from transformer.viz.norm import NormExplorer, signed_bars
 
 D_MODEL, HEADS, D_FF = 16, 4, 32
 

@@ -4,37 +4,18 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
+
+from book._ext.architecture import import_graph, layers
 
 from conftest import ROOT
 
 PACKAGE = ROOT / "transformer"
-
-
-def module_name(path: Path) -> str:
-    parts = path.relative_to(ROOT).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imports_of(path: Path, modules: set[str]) -> set[str]:
-    """The package's modules that ``path`` imports, anywhere in it (inside functions too)."""
-    name = module_name(path)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
-            target = ".".join(base + ([node.module] if node.module else []))
-            for alias in node.names:  # `from . import viz` imports the module transformer.viz
-                found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target)
-    return {m for m in found if m in modules and m != name}
+CODE = ("transformer", "grader", "tools", "benchmarks")
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 50
 
 
 def test_the_package_imports_form_no_cycle():
-    paths = {module_name(p): p for p in PACKAGE.rglob("*.py")}
-    graph = {name: imports_of(path, set(paths)) for name, path in paths.items()}
+    graph = import_graph(PACKAGE)
     assert graph["transformer.viz.training"] >= {"transformer.train"}  # the graph is read right ...
     assert "transformer.viz.training" not in graph["transformer.train"]  # ... and training calls back instead
 
@@ -67,3 +48,32 @@ def test_nothing_puts_paths_on_sys_path():
                 if isinstance(node, ast.Attribute) and node.attr == "path" and getattr(node.value, "id", "") == "sys":
                     offenders.append(f"{relative}:{node.lineno}")
     assert not offenders, offenders
+
+
+def test_the_architecture_page_draws_the_layers_of_the_lectures():
+    rows, edges = layers(import_graph(PACKAGE))
+    row = {m: i for i, r in enumerate(rows) for m in r}
+    assert {"tokenization", "embedding", "positional", "feedforward", "masks"} <= set(rows[0])
+    assert row["masks"] < row["attention"] < row["multihead"] < row["blocks"] < row["model"]
+    assert row["blocks"] < row["inspect"]
+    assert "_validate" not in row and not any(m.startswith(("viz", "checks")) for m in row)
+    for m, deps in edges.items():  # every line goes down; viz and checks, drawn on top, only import the core
+        assert all(row[d] < row.get(m, len(rows)) for d in deps), (m, deps)
+    assert {"inspect", "train"} <= edges["viz"] and "model" in edges["checks"]
+
+
+def test_no_module_or_function_is_too_long():
+    """One screen per idea: modules of at most 300 lines, functions of at most 50."""
+    long = []
+    for folder in CODE:
+        for path in (ROOT / folder).rglob("*.py"):
+            text = path.read_text(encoding="utf-8")
+            relative = path.relative_to(ROOT).as_posix()
+            if len(text.splitlines()) > MAX_MODULE_LINES:
+                long.append(f"{relative}: {len(text.splitlines())} lines")
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    size = node.end_lineno - node.lineno + 1
+                    if size > MAX_FUNCTION_LINES:
+                        long.append(f"{relative}:{node.lineno} {node.name}(): {size} lines")
+    assert not long, long

@@ -12,7 +12,7 @@ from .bpe import BPEExplorer, token_boxes  # chapter 1
 from .positional import EmbeddingScaleExplorer, RopeExplorer, SinusoidalExplorer, value_bars  # chapters 2, 3
 from .attention import AttentionExplorer, plot_attention, weight_bars  # chapter 4
 from .multihead import HeadCountExplorer, HeadExplorer, plot_heads  # chapter 5
-from .norm import NormExplorer, residual_stream, signed_bars  # chapter 6
+from .norm import NormExplorer, signed_bars  # chapter 6
 from .masks import CrossAttentionExplorer, MaskExplorer, mask_grid_html, mask_table, plot_mask  # chapters 7, 8
 from .decoding import DecodingExplorer, plot_temperatures  # chapter 9
 from .training import TrainingProgress, TranslationExplorer, plot_losses, translation_attention  # chapter 10
@@ -23,7 +23,7 @@ __all__ = [
     "EmbeddingScaleExplorer", "RopeExplorer", "SinusoidalExplorer", "value_bars",
     "AttentionExplorer", "plot_attention", "weight_bars",
     "HeadCountExplorer", "HeadExplorer", "plot_heads",
-    "NormExplorer", "residual_stream", "signed_bars",
+    "NormExplorer", "signed_bars",
     "CrossAttentionExplorer", "MaskExplorer", "mask_grid_html", "mask_table", "plot_mask",
     "DecodingExplorer", "plot_temperatures",
     "TrainingProgress", "TranslationExplorer", "plot_losses", "translation_attention",

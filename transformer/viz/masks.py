@@ -7,8 +7,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from ..attention import scaled_dot_product_attention
-from ..masks import causal_mask
+from ..masks import causal_mask, masked_softmax
 from .attention import weight_bars
 from .explorer import Explorer
 
@@ -79,18 +78,6 @@ def mask_grid_html(scores, mask, queries: Sequence[str], keys: Sequence[str], hi
                            f"{BLOCKED}</td>")
         cells.append("<tr>" + "".join(row) + "</tr>")
     return "<table style='border-collapse:collapse'>" + "".join(cells) + "</table>"
-
-
-def _weights_from_scores(scores: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """The package's masked softmax of ``scores (..., T_q, T_k)``, empty rows included (they get zeros).
-
-    With ``q = scores``, ``k = I`` and scale 1, ``q k^T`` is the scores themselves.
-    """
-    q = scores if scores.dim() == 3 else scores[None]  # (batch, T_q, T_k)
-    t_k = q.shape[-1]
-    eye = torch.eye(t_k).expand(q.shape[0], t_k, t_k)  # (batch, T_k, T_k)
-    _, w = scaled_dot_product_attention(q, eye, eye, mask, scale=1.0, return_weights=True)
-    return w if scores.dim() == 3 else w[0]
 
 
 class MaskExplorer(Explorer):
@@ -165,7 +152,7 @@ class MaskExplorer(Explorer):
     @property
     def all_weights(self) -> torch.Tensor:
         """Attention weights of every query in the batch, ``(batch, seq, seq)``; a row with no key is all 0."""
-        return _weights_from_scores(self.placed_scores, self.mask)
+        return masked_softmax(self.placed_scores, self.mask)
 
     @property
     def weights(self) -> torch.Tensor:
@@ -215,7 +202,7 @@ class CrossAttentionExplorer(Explorer):
     @property
     def weights(self) -> torch.Tensor:
         """The chosen decoder position's weights over the source, ``(T_e,)``; they sum to 1."""
-        return _weights_from_scores(self.scores, self.mask)[self.query.value]
+        return masked_softmax(self.scores, self.mask)[self.query.value]
 
     def _update(self, _change=None) -> None:
         on_pad = float(self.weights[[k == PAD for k in self.keys]].sum())

@@ -3,52 +3,13 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import torch
-from torch import nn
 
 from .._validate import require_float, require_rank
-from ..blocks import Encoder, EncoderBlock
 from ..norm import LayerNorm, RMSNorm
 from .explorer import Explorer
-
-
-def residual_stream(blocks: EncoderBlock | Encoder | Iterable[EncoderBlock], x: torch.Tensor,
-                    mask: torch.Tensor | None = None) -> tuple[list[torch.Tensor], list[str]]:
-    """The residual stream through encoder blocks: the state after every sublayer.
-
-    ``x (batch, seq, d_model)``. Returns ``states``, a list of tensors of that
-    shape (the input, then the stream after each attention and each
-    feed-forward sublayer, then after the final norm of an :class:`Encoder`
-    that has one), and ``labels`` naming them. The last state is what the
-    blocks return.
-    """
-    require_float("x", x)
-    require_rank("x", x, (3,), "(batch, seq, d_model)")
-    final = nn.Identity()
-    if isinstance(blocks, EncoderBlock):
-        blocks = [blocks]
-    elif isinstance(blocks, Encoder):
-        final, blocks = blocks.norm, list(blocks.layers)
-    states, labels = [x], ["input"]
-    for i, block in enumerate(blocks, start=1):
-        if not isinstance(block, EncoderBlock):
-            raise TypeError(f"blocks: expected EncoderBlock modules, got {type(block).__name__}")
-        if block.norm_first:  # x + Sublayer(Norm(x)): the stream itself is never normalised
-            x = x + block.drop1(block.self_attn(block.norm1(x), mask=mask))
-            states.append(x)
-            x = x + block.drop2(block.ff(block.norm2(x)))
-        else:  # Norm(x + Sublayer(x)): every sublayer ends in a norm
-            x = block.norm1(x + block.drop1(block.self_attn(x, mask=mask)))
-            states.append(x)
-            x = block.norm2(x + block.drop2(block.ff(x)))
-        states.append(x)
-        labels += [f"{i}: + attention", f"{i}: + feed-forward"]
-    if not isinstance(final, nn.Identity):
-        states.append(final(x))
-        labels.append("final norm")
-    return states, labels
 
 
 def signed_bars(labels: Sequence[str], columns: dict[str, torch.Tensor], width: int = 80) -> str:

@@ -155,15 +155,8 @@ def _column(ax, x, y0, layers, frame_label, side):
     return top + 0.7
 
 
-def plot_road_map(ax=None):
-    """The encoder-decoder Transformer as a block diagram, each part labelled with its chapter."""
-    import matplotlib.pyplot as plt
-
-    if ax is None:
-        _, ax = plt.subplots(figsize=(11, 11))
-    enc_x, dec_x = 3.4, 11.8
-
-    # inputs, tokens, embeddings and positions (chapters 1-3)
+def _road_inputs(ax, enc_x: float, dec_x: float) -> None:
+    """The road map's bottom: inputs, tokens, embeddings and positions (chapters 1-3), on both sides."""
     for x, text in ((enc_x, '"I ate an apple"'), (dec_x, '"<sos> Ich habe einen Apfel"  (shifted right)')):
         _box(ax, x, 0.4, text, "input", w=5.4)
         _box(ax, x, 1.5, "tokenization: words to ids (ch 1)", "embed")
@@ -172,6 +165,30 @@ def plot_road_map(ax=None):
         _arrow(ax, (x, 1.875), (x, 2.225))
         _arrow(ax, (x, 2.975), (x, 3.5))
 
+
+def _road_head(ax, dec_x: float, dec_top: float) -> float:
+    """The road map's top right: the output head (chapter 9) above the decoder; returns the height reached."""
+    head = [("linear: one score per vocabulary word (ch 9)", "output"), ("softmax: probabilities (ch 9)", "output"),
+            ('next word: "gegessen"', "input")]
+    y = dec_top + 0.6
+    _arrow(ax, (dec_x, dec_top), (dec_x, y - 0.375))
+    for i, (text, kind) in enumerate(head):
+        _box(ax, dec_x, y, text, kind, w=5.4)
+        if i < len(head) - 1:
+            _arrow(ax, (dec_x, y + 0.375), (dec_x, y + 1.05 - 0.375))
+        y += 1.05
+    return y
+
+
+def plot_road_map(ax=None):
+    """The encoder-decoder Transformer as a block diagram, each part labelled with its chapter."""
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(figsize=(11, 11))
+    enc_x, dec_x = 3.4, 11.8
+
+    _road_inputs(ax, enc_x, dec_x)  # chapters 1-3
     enc_top = _column(ax, enc_x, 4.2, [
         ("multi-head self-attention (ch 4, 5)", "attention"), ("add & norm (ch 6)", "norm"),
         ("feed-forward (ch 6)", "ffn"), ("add & norm (ch 6)", "norm"),
@@ -192,17 +209,7 @@ def plot_road_map(ax=None):
     _arrow(ax, (mid_x, cross_y), (dec_x - 2.3, cross_y), color="#b35900", lw=1.4)
     ax.text(mid_x + 0.15, (mem_y + cross_y) / 2, "keys and\nvalues", fontsize=8, color="#b35900", va="center")
 
-    # the output head (chapter 9)
-    head = [("linear: one score per vocabulary word (ch 9)", "output"), ("softmax: probabilities (ch 9)", "output"),
-            ('next word: "gegessen"', "input")]
-    y = dec_top + 0.6
-    _arrow(ax, (dec_x, dec_top), (dec_x, y - 0.375))
-    for i, (text, kind) in enumerate(head):
-        _box(ax, dec_x, y, text, kind, w=5.4)
-        if i < len(head) - 1:
-            _arrow(ax, (dec_x, y + 0.375), (dec_x, y + 1.05 - 0.375))
-        y += 1.05
-
+    y = _road_head(ax, dec_x, dec_top)  # chapter 9
     ax.text(enc_x, -0.75, "ENCODER\nreads the whole source sentence", ha="center", va="center", fontsize=9.5)
     ax.text(dec_x, -0.75, "DECODER\nwrites the translation, one word at a time", ha="center", va="center",
             fontsize=9.5)

@@ -1,0 +1,181 @@
+"""Look inside a model without changing it: forward hooks (chapters 5 to 10).
+
+PyTorch calls a module's *forward hooks* after each of its forward passes,
+with its inputs and its output. The pictures of the book use them to read
+what a model computes, instead of writing the forward pass a second time:
+
+- :func:`recorded_attention`: the attention weights of chosen attention modules;
+- :func:`recorded`: the outputs (or inputs) of any modules, call after call;
+- :func:`attention_weights`: every attention module of a model, for one forward pass;
+- :func:`cross_attention_weights`: the cross-attention of every decoder layer;
+- :func:`layer_outputs`: the output of every block of every stack;
+- :func:`residual_stream`: the stream after every sublayer of encoder blocks.
+
+Each one removes its hooks when it is done: the model is left as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+import torch
+from torch import nn
+
+from ._validate import require_choice, require_float, require_rank
+from .blocks import Decoder, Encoder, EncoderBlock
+from .multihead import MultiHeadAttention
+
+WHAT = ("output", "input")
+
+
+@contextmanager
+def recorded(modules: dict[str, nn.Module], what: str = "output") -> Iterator[dict[str, list[torch.Tensor]]]:
+    """Inside the ``with`` block, every call of ``modules[name]`` appends its output (``what="output"``)
+    or its first input (``what="input"``) to ``record[name]``, detached."""
+    require_choice("what", what, WHAT)
+    record: dict[str, list[torch.Tensor]] = {name: [] for name in modules}
+    handles = []
+    for name, module in modules.items():
+        if not isinstance(module, nn.Module):
+            raise TypeError(f"modules[{name!r}]: expected an nn.Module, got {type(module).__name__}")
+        if what == "output":
+            handles.append(module.register_forward_hook(lambda mod, args, out, name=name:
+                                                        record[name].append(out.detach())))
+        else:
+            handles.append(module.register_forward_pre_hook(lambda mod, args, name=name:
+                                                            record[name].append(args[0].detach())))
+    try:
+        yield record
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@contextmanager
+def recorded_attention(modules: dict[str, nn.Module]) -> Iterator[dict[str, list[torch.Tensor]]]:
+    """Record the attention weights of :class:`~transformer.multihead.MultiHeadAttention` modules.
+
+    Inside the ``with`` block, every call of ``modules[name]`` also appends its
+    weights ``(batch, heads, T_q, T_k)`` to ``record[name]``. The hook calls the
+    module a second time with ``return_weights=True`` (without gradients): in
+    eval mode these are the very weights of the call; in training mode dropout
+    draws new ones.
+    """
+    record: dict[str, list[torch.Tensor]] = {name: [] for name in modules}
+    handles = []
+    for name, module in modules.items():
+        if not isinstance(module, MultiHeadAttention):
+            raise TypeError(f"modules[{name!r}]: expected a MultiHeadAttention, got {type(module).__name__}")
+
+        def hook(mod, args, kwargs, output, name=name):
+            with torch.no_grad():
+                _, weights = mod.forward(*args, **{**kwargs, "return_weights": True})  # forward() skips the hooks
+            record[name].append(weights.detach())
+
+        handles.append(module.register_forward_hook(hook, with_kwargs=True))
+    try:
+        yield record
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@contextmanager
+def _eval(model: nn.Module) -> Iterator[None]:
+    """Eval mode and no gradients for the ``with`` block, then the model's own mode again."""
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            yield
+    finally:
+        model.train(was_training)
+
+
+def attention_modules(model: nn.Module, kind: str | None = None) -> dict[str, MultiHeadAttention]:
+    """The attention modules of ``model`` by their names in it (``"encoder.layers.0.self_attn"``, ...).
+
+    ``kind="self"`` or ``"cross"`` keeps only self- or cross-attention, told apart by their names.
+    """
+    if kind is not None:
+        require_choice("kind", kind, ("self", "cross"))
+    found = {name: m for name, m in model.named_modules() if isinstance(m, MultiHeadAttention)}
+    if kind:
+        found = {name: m for name, m in found.items() if name.rsplit(".", 1)[-1].startswith(kind)}
+    return found
+
+
+def attention_weights(model: nn.Module, *inputs: torch.Tensor, kind: str | None = None) -> dict[str, torch.Tensor]:
+    """Run ``model(*inputs)`` once in eval mode; the weights ``(batch, heads, T_q, T_k)`` of each attention module.
+
+    A module called more than once in the pass (a shared one) gives its calls stacked on a first dimension.
+    """
+    modules = attention_modules(model, kind)
+    with _eval(model), recorded_attention(modules) as record:
+        model(*inputs)
+    return {name: w[0] if len(w) == 1 else torch.stack(w) for name, w in record.items() if w}
+
+
+def cross_attention_weights(model: nn.Module, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
+    """The cross-attention of every decoder layer: ``src (batch, T_e)``, ``tgt (batch, T_d)`` (decoder input).
+
+    Returns ``(layers, batch, heads, T_d, T_e)``: row ``t`` is how the decoder
+    position reading ``tgt[:, t]`` (and writing the next word) spreads its
+    attention over the source words. The model is run in eval mode.
+    """
+    layers = {str(i): layer.cross_attn for i, layer in enumerate(model.decoder.layers)}
+    with _eval(model), recorded_attention(layers) as record:
+        model(src, tgt)
+    return torch.stack([record[str(i)][0] for i in range(len(layers))])  # (layers, batch, heads, T_d, T_e)
+
+
+def layer_outputs(model: nn.Module, *inputs: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Run ``model(*inputs)`` once in eval mode; the output ``(batch, seq, d_model)`` of every block,
+    by its name in the model (``"encoder.layers.0"``, ...), in the order the blocks ran."""
+    stacks = [m for m in model.modules() if isinstance(m, (Encoder, Decoder))]
+    blocks = {name: m for name, m in model.named_modules() if any(m in s.layers for s in stacks)}
+    with _eval(model), recorded(blocks) as record:
+        model(*inputs)
+    ran = [name for name in blocks if record[name]]
+    return {name: record[name][0] for name in ran}
+
+
+def residual_stream(blocks: EncoderBlock | Encoder | Iterable[EncoderBlock], x: torch.Tensor,
+                    mask: torch.Tensor | None = None) -> tuple[list[torch.Tensor], list[str]]:
+    """The residual stream through encoder blocks: the state after every sublayer (chapter 6).
+
+    ``x (batch, seq, d_model)``. Returns ``states``, a list of tensors of that
+    shape (the input, then the stream after each attention and each
+    feed-forward sublayer, then after the final norm of an :class:`Encoder`
+    that has one), and ``labels`` naming them. The last state is what the
+    blocks return. The blocks run as they are; hooks read the stream where it
+    passes: after attention it is what ``norm2`` reads (pre-norm) or what
+    ``norm1`` writes (post-norm); after the feed-forward it is the block's output.
+    """
+    require_float("x", x)
+    require_rank("x", x, (3,), "(batch, seq, d_model)")
+    x_in, final = x, None
+    if isinstance(blocks, EncoderBlock):
+        blocks = [blocks]
+    elif isinstance(blocks, Encoder):
+        final, blocks = blocks.norm, list(blocks.layers)
+    blocks = list(blocks)
+    for block in blocks:
+        if not isinstance(block, EncoderBlock):
+            raise TypeError(f"blocks: expected EncoderBlock modules, got {type(block).__name__}")
+    pre = {str(i): b.norm2 for i, b in enumerate(blocks) if b.norm_first}  # x + Attn(Norm(x)) enters norm2
+    post = {str(i): b.norm1 for i, b in enumerate(blocks) if not b.norm_first}  # Norm(x + Attn(x)) leaves norm1
+    with recorded(pre, "input") as entering, recorded(post) as leaving, \
+            recorded({str(i): b for i, b in enumerate(blocks)}) as out:
+        for block in blocks:
+            x = block(x, mask)
+    after_attention = {**entering, **leaving}
+    states, labels = [x_in], ["input"]
+    for i in range(len(blocks)):
+        states += [after_attention[str(i)][0], out[str(i)][0]]
+        labels += [f"{i + 1}: + attention", f"{i + 1}: + feed-forward"]
+    if final is not None and not isinstance(final, nn.Identity):
+        states.append(final(x))
+        labels.append("final norm")
+    return states, labels

@@ -56,7 +56,7 @@ book: $(ENV_STAMP) $(ASSETS_STAMP)
 NBVAL := -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env \
 	--nbval-sanitize-with tests/sanitize.cfg notebooks solutions
 
-LINTED := transformer tests benchmarks tools grader
+LINTED := transformer tests benchmarks tools grader conftest.py
 
 lint: $(ENV_STAMP)
 	$(VENV)/bin/ruff check $(LINTED)

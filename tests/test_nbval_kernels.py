@@ -1,0 +1,42 @@
+"""nbval's kernels start over unix sockets, with their stderr kept: a kernel that dies at start-up is
+started once more, and a second death names what the kernel printed (tools/nbval_kernels.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from tools import nbval_kernels
+
+
+@pytest.fixture
+def kernels(tmp_path, monkeypatch):
+    """A kernelspec ``dying`` whose kernel prints to stderr and exits, and one ``python`` that works."""
+    spec = tmp_path / "kernels" / "dying"
+    spec.mkdir(parents=True)
+    argv = [sys.executable, "-c", "import sys; sys.stderr.write('no such module: torch_oops'); sys.exit(3)",
+            "{connection_file}"]
+    (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "dying", "language": "python"}))
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path))
+    monkeypatch.setattr(nbval_kernels, "_FOLDERS", [str(tmp_path)])
+
+
+def test_a_kernel_that_dies_twice_shows_its_stderr(kernels):
+    with pytest.warns(UserWarning, match="(?s)died at start-up.*no such module: torch_oops"):
+        with pytest.raises(RuntimeError, match="(?s)twice.*stderr:\nno such module: torch_oops"):
+            nbval_kernels.start_new_kernel(startup_timeout=20, kernel_name="dying")
+
+
+def test_a_kernel_talks_over_unix_sockets_in_its_own_folder(kernels, tmp_path):
+    from nbval.kernel import CURRENT_ENV_KERNEL_NAME
+
+    km, kc = nbval_kernels.start_new_kernel(startup_timeout=60, kernel_name=CURRENT_ENV_KERNEL_NAME)
+    try:
+        assert km.transport == "ipc" and km.ip.startswith(str(tmp_path))
+        reply = kc.execute_interactive("6 * 7", timeout=30)
+        assert reply["content"]["status"] == "ok"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)

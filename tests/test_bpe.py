@@ -120,3 +120,13 @@ def test_invalid_calls_name_the_argument(call, error, words):
         call()
     for w in words:
         assert w in str(err.value), str(err.value)
+
+
+def test_tokenizers_breaks_ties_by_the_ids_of_the_symbols_not_by_their_spelling():
+    # Merge 1 is (z, z) (5 times), merge 2 is (a, a) (4 times); then (zz, q) and (aa, q) tie at 3.
+    # 'zz' was made first, so it has the smaller id: `tokenizers` merges (zz, q); alphabetically (aa, q) comes first.
+    corpus = ["zzq zzq zzq zz zz aaq aaq aaq aa"]
+    _, theirs = hf_bpe(corpus, 3)
+    assert theirs == [("z", "z"), ("a", "a"), ("zz", "q")]
+    assert BPETokenizer.train(corpus, 3, tie_break="vocab_order").merges == theirs
+    assert BPETokenizer.train(corpus, 3).merges == [("z", "z"), ("a", "a"), ("aa", "q")]

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import transformer as T
+from transformer.hf import from_hf
 from transformer.tokenization import Vocabulary
 
 
@@ -37,6 +38,7 @@ def cfg(**kw):
 
 
 LONG_IDS = torch.full((1, 10), 3)
+IDS_13 = torch.tensor([[1, 2, 3]])
 BOOL_55 = torch.ones(5, 5, dtype=torch.bool)
 
 CASES = {
@@ -208,12 +210,45 @@ CASES = {
                          m("positional:", "['learned', 'none', 'relative', 'rope', 'sinusoidal']", "got 'abc'")),
     "norm='batch'": (lambda: cfg(norm="batch"), ValueError, m("norm:", "['layer', 'rms']", "got 'batch'")),
     "activation='tanh'": (lambda: cfg(activation="tanh"), ValueError,
-                          m("activation:", "['gelu', 'relu']", "got 'tanh'")),
+                          m("activation:", "['gelu', 'gelu_tanh', 'relu']", "got 'tanh'")),
     "dropout=1.5": (lambda: cfg(dropout=1.5), ValueError, m("dropout:", "[0, 1)", "got 1.5")),
     "n_layers=0": (lambda: cfg(n_layers=0), ValueError, m("n_layers:", "positive int", "got 0")),
     "d_model=16.0": (lambda: cfg(d_model=16.0), TypeError, m("d_model:", "positive int", "got float 16.0")),
     "causal_mask(0)": (lambda: T.causal_mask(0), ValueError, m("seq_len:", "positive int", "got 0")),
     "n_merges=-1": (lambda: T.BPETokenizer.train(["a b"], -1), ValueError, m("n_merges:", "int >= 0", "got -1")),
+    # ---- the fields that express GPT-2 and BERT (issue 14)
+    "pad_id = vocab_size": (lambda: cfg(pad_id=20), ValueError, m("pad_id:", "a token id in [0, 20)", "got 20")),
+    "negative pad_id": (lambda: cfg(pad_id=-1), ValueError, m("pad_id:", "[0, 20)", "got -1")),
+    "pad_id beyond the source vocabulary": (lambda: cfg(src_vocab_size=5, pad_id=6), ValueError,
+                                            m("pad_id:", "[0, 5)", "got 6")),
+    "pad_id as a string": (lambda: cfg(pad_id="0"), TypeError,
+                           m("pad_id:", "None (no padding) or an int", "got str '0'")),
+    "type_vocab_size=-1": (lambda: cfg(type_vocab_size=-1), ValueError, m("type_vocab_size:", "int >= 0", "got -1")),
+    "type_vocab_size=2.0": (lambda: cfg(type_vocab_size=2.0), TypeError,
+                            m("type_vocab_size:", "int >= 0", "got float 2.0")),
+    "scale_embeddings='no'": (lambda: cfg(scale_embeddings="no"), TypeError,
+                              m("scale_embeddings:", "True or False", "got str 'no'")),
+    "head_bias=1": (lambda: cfg(head_bias=1), TypeError, m("head_bias:", "True or False", "got int 1")),
+    "rope_pairs='adjacent'": (lambda: cfg(rope_pairs="adjacent"), ValueError,
+                              m("rope_pairs:", "['half', 'interleaved']", "got 'adjacent'")),
+    "RotaryEmbedding pairs='odd'": (lambda: T.RotaryEmbedding(8, pairs="odd"), ValueError,
+                                    m("pairs:", "['half', 'interleaved']", "got 'odd'")),
+    "apply_rope pairs='even'": (lambda: T.apply_rope(r(3, 4), pairs="even"), ValueError,
+                                m("pairs:", "['half', 'interleaved']", "got 'even'")),
+    "token types without type_vocab_size": (lambda: T.EncoderOnly(cfg()).encode(IDS_13, torch.zeros_like(IDS_13)),
+                                            ValueError, m("token_type_ids:", "expected None", "type_vocab_size=0")),
+    "a token type too large": (lambda: T.EncoderOnly(cfg(type_vocab_size=2)).encode(IDS_13, torch.tensor([[0, 1, 2]])),
+                               ValueError, m("token_type_ids:", "types in [0, 1]", "got values in [0, 2]")),
+    "token types of another shape": (lambda: T.EncoderOnly(cfg(type_vocab_size=2))(IDS_13, torch.zeros(1, 4).long()),
+                                     ValueError, m("token_type_ids:", "the shape of ids (1, 3)", "got (1, 4)")),
+    "float token types": (lambda: T.EncoderOnly(cfg(type_vocab_size=2))(IDS_13, torch.zeros(1, 3)), TypeError,
+                          m("token_type_ids:", "integer tensor", "got dtype torch.float32")),
+    "token types as a list": (lambda: T.EncoderOnly(cfg(type_vocab_size=2))(IDS_13, [[0, 1, 1]]), TypeError,
+                              m("token_type_ids:", "expected a torch.Tensor", "got list")),
+    "from_hf of a number": (lambda: from_hf(3), TypeError, m("model:", "expected a Hugging Face GPT2LMHeadModel",
+                                                              "BertForMaskedLM", "got int")),
+    "from_hf of a dict of weights": (lambda: from_hf({"wte.weight": r(4, 2)}), TypeError,
+                                     m("model:", "expected a Hugging Face", "got dict")),
     # ---- odd sizes for rotations
     "RoPE on odd d": (lambda: T.apply_rope(r(5, 7)), ValueError, m("x:", "even last dimension", "got 7")),
     "RotaryEmbedding odd d_head": (lambda: T.RotaryEmbedding(5), ValueError, m("d_head:", "even head size", "got 5")),
@@ -290,6 +325,20 @@ def test_valid_calls_in_the_same_style_pass():
     assert T.shift_matrix(1, 4).shape == (4, 4)
     assert T.softmax_with_temperature(r(2, 5), 1e-3).shape == (2, 5)
     assert cfg(d_model=12, n_heads=3, positional="rope", norm="rms").d_head == 4
+    assert cfg(pad_id=None).pad_id is None and cfg(pad_id=19, rope_pairs="half", type_vocab_size=2).pad_id == 19
+    assert T.padding_mask(IDS_13, None).all() and T.causal_padding_mask(IDS_13, None).equal(T.causal_mask(3)[None])
+    assert T.EncoderOnly(cfg(type_vocab_size=2)).encode(IDS_13, torch.tensor([[0, 1, 1]])).shape == (1, 3, 16)
+
+
+def test_from_hf_refuses_a_module_that_is_not_a_supported_hugging_face_model():
+    tf = pytest.importorskip("transformers")
+    with pytest.raises(TypeError, match=m("model:", "expected a Hugging Face", "got Linear")):
+        from_hf(torch.nn.Linear(4, 4))
+    config = tf.BertConfig(vocab_size=20, hidden_size=8, num_attention_heads=2, num_hidden_layers=1,
+                           intermediate_size=16)
+    with pytest.raises(TypeError, match=m("model:", "GPT2LMHeadModel, GPT2Model, BertForMaskedLM, BertModel",
+                                          "got BertForSequenceClassification")):
+        from_hf(tf.BertForSequenceClassification(config))
 
 
 def test_every_public_function_has_an_invalid_call_here():

@@ -109,7 +109,7 @@ def test_decoder_only_is_a_causal_stack_of_encoder_blocks():
     model = DecoderOnly(config())
     assert isinstance(model.causal_stack, Encoder)
     assert all(isinstance(block, EncoderBlock) for block in model.causal_stack.layers)
-    assert model.blocks is model.causal_stack  # the name chapter 10 uses
+    assert not hasattr(model, "blocks")  # one name for it, the one chapter 10 uses
     weights = [k for k in model.state_dict() if k.endswith("layers.0.ff.linear1.weight")]
     assert weights == ["causal_stack.layers.0.ff.linear1.weight"]
 
@@ -150,6 +150,90 @@ def test_padding_keys_are_ignored_by_the_encoder():
         model.embed.tokens.weight[0] += 5.0
     b = model.encode(x)
     torch.testing.assert_close(a[:, :4], b[:, :4], atol=1e-6, rtol=0)
+
+
+# ----------------------------------------------------------- the fields that express GPT-2 and BERT (issue 14)
+
+
+def test_the_defaults_build_the_2017_model_and_nothing_more():
+    cfg = config()
+    assert (cfg.scale_embeddings, cfg.embedding_norm, cfg.type_vocab_size, cfg.head_transform, cfg.head_bias,
+            cfg.pad_id, cfg.rope_pairs) == (True, False, 0, False, False, 0, "interleaved")
+    for cls in (EncoderOnly, DecoderOnly, EncoderDecoder):
+        model = cls(cfg)
+        names = set(model.state_dict())
+        assert not any(n.startswith(("embed.types", "embed.norm", "head.transform", "head.bias")) for n in names)
+        assert model.head.transform is None and model.head.bias is None
+    assert EncoderOnly(cfg).embed.tokens.scale
+
+
+def test_unscaled_embeddings_are_the_rows_of_the_matrix():
+    model = EncoderOnly(config("none", scale_embeddings=False)).eval()
+    x = ids(2, 5)
+    torch.testing.assert_close(model.embed(x), model.embed.tokens.weight[x], atol=0, rtol=0)
+    scaled = EncoderOnly(config("none")).eval()
+    torch.testing.assert_close(scaled.embed(x), scaled.embed.tokens.weight[x] * math.sqrt(D), atol=0, rtol=0)
+
+
+def test_token_types_are_added_and_default_to_type_0():
+    torch.manual_seed(0)
+    model = EncoderOnly(config(type_vocab_size=3)).eval()
+    assert model.embed.types.weight.shape == (3, D)  # (type_vocab_size, d_model)
+    x = ids(2, 6)
+    zeros, ones = torch.zeros_like(x), torch.ones_like(x)
+    assert torch.equal(model.encode(x), model.encode(x, zeros))
+    assert not torch.allclose(model.encode(x), model.encode(x, ones))
+    shift = model.embed.types.weight[1] - model.embed.types.weight[0]  # (d_model,)
+    torch.testing.assert_close(model.embed(x, ones) - model.embed(x, zeros), shift.expand(2, 6, D), atol=1e-6, rtol=0)
+
+
+def test_the_embedding_norm_normalises_each_token():
+    model = EncoderOnly(config(embedding_norm=True, norm_eps=1e-12)).eval()
+    e = model.embed(ids(2, 6))  # gamma 1, beta 0 at initialisation
+    torch.testing.assert_close(e.mean(-1), torch.zeros(2, 6), atol=1e-5, rtol=0)
+    torch.testing.assert_close(e.var(-1, unbiased=False), torch.ones(2, 6), atol=1e-4, rtol=0)
+
+
+def test_the_head_transform_and_bias_come_before_the_tied_output_layer():
+    torch.manual_seed(0)
+    model = EncoderOnly(config(head_transform=True, head_bias=True, activation="gelu_tanh")).eval()
+    head = model.head
+    with torch.no_grad():
+        head.bias.normal_()
+    h = torch.randn(2, 5, D)
+    t = head.transform.norm(nn.functional.gelu(head.transform.dense(h), approximate="tanh"))
+    torch.testing.assert_close(head(h), t @ model.embed.tokens.weight.T + head.bias, atol=1e-5, rtol=0)
+    assert head.tied and head.bias.shape == (V,)
+
+
+def test_norm_eps_reaches_every_norm():
+    cfg = config(norm_first=True, norm_eps=1e-3, embedding_norm=True, head_transform=True)
+    for model in (EncoderOnly(cfg), DecoderOnly(cfg), EncoderDecoder(cfg)):
+        norms = [m for m in model.modules() if hasattr(m, "eps") and hasattr(m, "gamma")]
+        assert len(norms) > 4 and all(m.eps == 1e-3 for m in norms)
+
+
+def test_pad_id_none_hides_nothing():
+    torch.manual_seed(0)
+    padded = EncoderOnly(config(pad_id=0)).eval()
+    unpadded = EncoderOnly(config(pad_id=None)).eval()
+    unpadded.load_state_dict(padded.state_dict())
+    x = ids(2, 6, low=1)
+    x[0, 4:] = 0  # a token 0, padding for one model only
+    no_zero = EncoderOnly(config(pad_id=12)).eval()  # a pad id that does not occur: nothing hidden either
+    no_zero.load_state_dict(padded.state_dict())
+    assert torch.equal(unpadded.encode(x), no_zero.encode(x))
+    assert not torch.allclose(unpadded.encode(x)[0, :4], padded.encode(x)[0, :4])
+    decoder = DecoderOnly(config(pad_id=None)).eval()
+    assert decoder(x).shape == (2, 6, V)
+
+
+def test_decoder_only_hidden_states_are_what_the_head_reads():
+    model = DecoderOnly(config(norm_first=True)).eval()
+    x = ids(2, 5)
+    h = model.hidden(x)
+    assert h.shape == (2, 5, D)
+    assert torch.equal(model(x), model.head(h))
 
 
 # ----------------------------------------------------------- weight tying and parameter counts

@@ -191,6 +191,49 @@ def test_rotary_cache_is_computed_once_as_buffers_outside_the_state_dict():
     assert rope.to(torch.float32).cos.dtype == torch.float32  # the buffers follow the module
 
 
+# ----------------------------------------------------------- the pairing: interleaved (paper) or half (Llama)
+
+
+def _interleave(d):
+    """The feature order that turns half pairs into interleaved ones: ``[0, d/2, 1, d/2 + 1, ...]``."""
+    return torch.arange(d).view(2, d // 2).T.flatten()
+
+
+@pytest.mark.parametrize("d", [2, 4, 8, 16])
+def test_half_pairs_are_interleaved_pairs_of_permuted_features(d):
+    # Pair i of "half" is (x[i], x[i + d/2]); interleaving the features makes it pair (2i, 2i + 1).
+    x = randn(3, 7, d, seed=d, dtype=torch.float64)  # (batch, seq, d)
+    perm = _interleave(d)
+    half = apply_rope(x, pairs="half")
+    assert torch.equal(half[..., perm], apply_rope(x[..., perm]))
+    rope = RotaryEmbedding(d, max_len=7, pairs="half")
+    assert torch.equal(rope(x), half)
+    if d > 2:  # with one pair the two orders are the same
+        assert not torch.allclose(half, apply_rope(x))
+
+
+def test_half_pairs_rotate_pair_i_by_its_frequency():
+    # d = 4, half: pair 0 is (x[0], x[2]) and turns by t; pair 1 is (x[1], x[3]) and turns by t / 100.
+    x = randn(6, 4, seed=7)
+    y = apply_rope(x, pairs="half")
+    t = 5
+    for (i, j), omega in (((0, 2), 1.0), ((1, 3), 0.01)):
+        a = t * omega
+        r = torch.tensor([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+        torch.testing.assert_close(y[t, [i, j]], r @ x[t, [i, j]], atol=1e-5, rtol=0)
+
+
+def test_half_pairs_keep_the_relative_property_and_come_from_the_config():
+    q, k = randn(10, 8, seed=1), randn(10, 8, seed=2)
+    rq, rk = apply_rope(q, pairs="half"), apply_rope(k, pairs="half")
+    shifted = apply_rope(q, torch.arange(3, 13), pairs="half") @ apply_rope(k, torch.arange(3, 13), pairs="half").T
+    torch.testing.assert_close(rq @ rk.T, shifted, atol=1e-5, rtol=0)  # scores depend on t - i only
+    cfg = TransformerConfig(vocab_size=20, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, positional="rope",
+                            rope_pairs="half")
+    assert positional_module(cfg, "queries and keys").pairs == "half"
+    assert "pairs='half'" in repr(RotaryEmbedding(8, pairs="half")) and "pairs" not in repr(RotaryEmbedding(8))
+
+
 # ----------------------------------------------------------- the registry
 
 

@@ -4,6 +4,12 @@ The defaults are the 2017 base model: d_model 512, 8 heads, d_ff 2048, 6
 layers, post-norm, sinusoidal positions, output layer tied to the embedding.
 With ``share_embeddings=True`` the source and the target also share that one
 matrix, as in the paper (a 37000-token vocabulary common to both languages).
+
+GPT-2 and BERT are configurations too (see :mod:`transformer.hf`): GPT-2 is
+pre-norm with learned positions, ``activation="gelu_tanh"`` and
+``scale_embeddings=False``; BERT adds ``type_vocab_size=2``,
+``embedding_norm=True``, ``head_transform=True`` and ``head_bias=True``.
+Every such field defaults to the 2017 model.
 """
 
 from __future__ import annotations
@@ -13,6 +19,11 @@ from dataclasses import dataclass
 from ._validate import require_choice, require_divisible, require_positive_int
 from .feedforward import ACTIVATIONS
 from .positional import check_positional
+
+
+def _require_bool(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
 
 
 @dataclass
@@ -34,8 +45,14 @@ class TransformerConfig:
     positional: str = "sinusoidal"  # sinusoidal | learned | relative | rope | none
     tie_weights: bool = True  # output layer shares the (target) embedding matrix
     share_embeddings: bool = False  # encoder-decoder: source and target share one embedding (one vocabulary)
-    pad_id: int = 0
+    pad_id: int | None = 0  # the id of <pad>, hidden from attention; None = no padding mask
     fast: bool = False  # attention through F.scaled_dot_product_attention
+    scale_embeddings: bool = True  # token embeddings times sqrt(d_model) (2017); GPT-2 and BERT: False
+    embedding_norm: bool = False  # a norm after the summed embeddings (BERT)
+    type_vocab_size: int = 0  # token-type (segment) embeddings added to the tokens (BERT: 2); 0 = none
+    head_transform: bool = False  # dense, activation and norm before the output layer (BERT's MLM head)
+    head_bias: bool = False  # a bias per vocabulary entry on the logits (BERT)
+    rope_pairs: str = "interleaved"  # which features RoPE rotates together: "interleaved" (paper) or "half" (Llama)
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
@@ -49,11 +66,30 @@ class TransformerConfig:
         require_choice("activation", self.activation, ACTIVATIONS)
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout: expected a probability in [0, 1), got {self.dropout}")
+        for name in ("scale_embeddings", "embedding_norm", "head_transform", "head_bias"):
+            _require_bool(name, getattr(self, name))
+        if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int):
+            raise TypeError(f"type_vocab_size: expected an int >= 0 (0 = no token types), "
+                            f"got {type(self.type_vocab_size).__name__} {self.type_vocab_size!r}")
+        if self.type_vocab_size < 0:
+            raise ValueError(f"type_vocab_size: expected an int >= 0 (0 = no token types), got {self.type_vocab_size}")
+        self._check_pad_id()
         if self.share_embeddings and self.src_vocab_size not in (None, self.vocab_size):
             raise ValueError(
                 f"src_vocab_size: expected None or vocab_size={self.vocab_size} with share_embeddings=True "
                 f"(one vocabulary for both languages), got {self.src_vocab_size}"
             )
+
+    def _check_pad_id(self) -> None:
+        """``pad_id`` is None or a token id of every vocabulary the model embeds."""
+        if self.pad_id is None:
+            return
+        size = min(self.vocab_size, self.src_vocab_size or self.vocab_size)
+        if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int):
+            raise TypeError(f"pad_id: expected None (no padding) or an int token id, "
+                            f"got {type(self.pad_id).__name__} {self.pad_id!r}")
+        if not 0 <= self.pad_id < size:
+            raise ValueError(f"pad_id: expected None (no padding) or a token id in [0, {size}), got {self.pad_id}")
 
     @property
     def d_head(self) -> int:

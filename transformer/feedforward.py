@@ -2,9 +2,15 @@
 
 The same two-layer network is applied to every position separately:
 ``FFN(x) = W_2 relu(W_1 x + b_1) + b_2``, widening ``d_model`` to ``d_ff`` and back.
+
+:data:`ACTIVATIONS` holds the nonlinearities by name: ``"relu"`` (2017), ``"gelu"``
+(the exact ``x Phi(x)``, BERT) and ``"gelu_tanh"`` (its tanh approximation
+``0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))``, GPT-2's ``"gelu_new"``).
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 import torch.nn.functional as F
@@ -12,7 +18,11 @@ from torch import nn
 
 from ._validate import require_choice, require_positive_int
 
-ACTIVATIONS = {"relu": F.relu, "gelu": F.gelu}
+ACTIVATIONS = {
+    "relu": F.relu,
+    "gelu": F.gelu,
+    "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
+}
 
 
 class PositionwiseFeedForward(nn.Module):

@@ -8,6 +8,10 @@ With weight tying the output matrix *is* the embedding matrix ``E``:
 ``logits = h E^T``, so a token scores high when the decoder's vector points
 the way its embedding does. Untied, the matrix gets entries of about
 ``1 / sqrt(d_model)``, so logits start with a spread of about 1.
+
+BERT's masked-language-model head first passes ``h`` through a
+:class:`HeadTransform` (dense, activation, norm) and adds a bias per
+vocabulary entry: ``TransformerConfig(head_transform=True, head_bias=True)``.
 """
 
 from __future__ import annotations
@@ -18,8 +22,29 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate import require_float, require_positive_int, shape_str
+from ._validate import require_choice, require_float, require_positive_int, shape_str
 from .embedding import TokenEmbedding
+from .feedforward import ACTIVATIONS
+from .norm import make_norm
+
+
+class HeadTransform(nn.Module):
+    """``(batch, seq, d_model) -> (batch, seq, d_model)``: ``Norm(activation(h W^T + b))``, BERT's head transform."""
+
+    def __init__(self, d_model: int, activation: str = "gelu", norm: str = "layer", eps: float = 1e-5,
+                 fast: bool = False):
+        super().__init__()
+        require_positive_int("d_model", d_model)
+        require_choice("activation", activation, ACTIVATIONS)
+        self.dense = nn.Linear(d_model, d_model)
+        self.norm = make_norm(norm, d_model, eps, fast)
+        self.activation = activation
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return self.norm(ACTIVATIONS[self.activation](self.dense(h)))
+
+    def extra_repr(self) -> str:
+        return f"activation={self.activation!r}"
 
 
 class OutputHead(nn.Module):
@@ -28,10 +53,12 @@ class OutputHead(nn.Module):
     ``tie_to`` (a :class:`~transformer.embedding.TokenEmbedding` or an
     ``nn.Embedding`` of shape ``(vocab_size, d_model)``) makes ``weight`` the
     embedding's own Parameter: one matrix, two uses, one set of gradients.
+    ``bias=True`` adds a bias per vocabulary entry; ``transform`` (e.g. a
+    :class:`HeadTransform`) is applied to ``h`` first.
     """
 
     def __init__(self, d_model: int, vocab_size: int, tie_to: TokenEmbedding | nn.Embedding | None = None,
-                 bias: bool = False):
+                 bias: bool = False, transform: nn.Module | None = None):
         super().__init__()
         require_positive_int("d_model", d_model)
         require_positive_int("vocab_size", vocab_size)
@@ -49,6 +76,7 @@ class OutputHead(nn.Module):
         else:
             self.weight = nn.Parameter(torch.randn(vocab_size, d_model) / math.sqrt(d_model))
         self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
+        self.transform = transform
         self.tied = tie_to is not None
         self.d_model, self.vocab_size = d_model, vocab_size
 
@@ -56,7 +84,19 @@ class OutputHead(nn.Module):
         require_float("h", h)
         if h.dim() < 1 or h.shape[-1] != self.d_model:
             raise ValueError(f"h: expected d_model={self.d_model} in the last dimension, got shape {shape_str(h)}")
+        if self.transform is not None:
+            h = self.transform(h)  # (batch, seq, d_model)
         return F.linear(h, self.weight, self.bias)  # (batch, seq, d_model) @ W^T -> (batch, seq, vocab)
 
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, vocab_size={self.vocab_size}, tied={self.tied}, bias={self.bias is not None}"
+
+
+def head_for(cfg, embedding: TokenEmbedding) -> OutputHead:
+    """The output head of a :class:`~transformer.config.TransformerConfig`: tied to ``embedding`` if
+    ``cfg.tie_weights``, with a bias if ``cfg.head_bias`` and a :class:`HeadTransform` if ``cfg.head_transform``."""
+    transform = None
+    if cfg.head_transform:
+        transform = HeadTransform(cfg.d_model, cfg.activation, cfg.norm, cfg.norm_eps, cfg.fast)
+    tie_to = embedding if cfg.tie_weights else None
+    return OutputHead(cfg.d_model, cfg.vocab_size, tie_to, bias=cfg.head_bias, transform=transform)

@@ -33,28 +33,35 @@ def _check_ids(ids, pad_id) -> None:
     require_rank("ids", ids, (2,), "(batch, seq)")
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"ids: expected an integer tensor of token ids (torch.long), got dtype {ids.dtype}")
+    if pad_id is None:
+        return  # no padding: every token is real
     try:
         if isinstance(pad_id, bool):
             raise TypeError
         operator.index(pad_id)  # an int, or anything that converts to one exactly (a NumPy int, a 0-d int tensor)
     except (TypeError, RuntimeError, ValueError):
-        raise TypeError(f"pad_id: expected an int (the id of <pad>), got {type(pad_id).__name__} {pad_id!r}") from None
+        raise TypeError(f"pad_id: expected an int (the id of <pad>) or None, "
+                        f"got {type(pad_id).__name__} {pad_id!r}") from None
 
 
-def padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+def padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     """Keys that are real tokens: ``ids (batch, seq)`` -> ``(batch, 1, seq)`` bool.
 
     The middle 1 broadcasts over the queries, so every query skips the padding.
+    ``pad_id=None`` means there is no padding: every key is allowed.
     """
     _check_ids(ids, pad_id)
+    if pad_id is None:
+        return torch.ones_like(ids, dtype=torch.bool)[:, None, :]  # (batch, 1, seq)
     return (ids != pad_id)[:, None, :]  # (batch, 1, seq)
 
 
-def causal_padding_mask(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+def causal_padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     """The mask of a decoder's self-attention: ``ids (batch, seq)`` -> ``(batch, seq, seq)`` bool.
 
     Key ``j`` is allowed for query ``t`` if it is not in the future (``j <= t``)
-    and it is a real token: ``causal_mask(seq) & padding_mask(ids, pad_id)``.
+    and it is a real token: ``causal_mask(seq) & padding_mask(ids, pad_id)``
+    (with ``pad_id=None``, the causal mask for every sequence).
     """
     _check_ids(ids, pad_id)
     # (seq, seq) & (batch, 1, seq) -> (batch, seq, seq)

@@ -10,19 +10,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import torch
 from torch import nn
 
-from ._validate import require_rank
+from ._validate import require_rank, require_tensor, shape_str
 from .blocks import Decoder, Encoder
 from .config import TransformerConfig
 from .embedding import TokenEmbedding
-from .heads import OutputHead
+from .heads import head_for
 from .masks import causal_padding_mask, padding_mask
-from .multihead import MultiHeadAttention
+from .norm import make_norm
 from .positional import positional_module
 
 
@@ -30,21 +27,45 @@ def _check_ids(name: str, ids: torch.Tensor) -> None:
     require_rank(name, ids, (2,), "(batch, seq)")
 
 
+def _check_types(token_type_ids, ids: torch.Tensor, type_vocab_size: int) -> None:
+    """Token types (segments) ``(batch, seq)`` like ``ids``, each in ``[0, type_vocab_size)``."""
+    if type_vocab_size == 0:
+        raise ValueError("token_type_ids: expected None, since the config has type_vocab_size=0 (no token types), "
+                         f"got a {type(token_type_ids).__name__}")
+    require_tensor("token_type_ids", token_type_ids)
+    if token_type_ids.shape != ids.shape:
+        raise ValueError(f"token_type_ids: expected the shape of ids {shape_str(ids)}, got {shape_str(token_type_ids)}")
+    if token_type_ids.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"token_type_ids: expected an integer tensor (torch.long), got dtype {token_type_ids.dtype}")
+    if token_type_ids.numel() and not 0 <= int(token_type_ids.min()) <= int(token_type_ids.max()) < type_vocab_size:
+        raise ValueError(f"token_type_ids: expected types in [0, {type_vocab_size - 1}], "
+                         f"got values in [{int(token_type_ids.min())}, {int(token_type_ids.max())}]")
+
+
 class _Embed(nn.Module):
-    """Token embedding, plus an added positional encoding, then dropout."""
+    """Token embedding (plus token types), plus an added positional encoding, an optional norm, then dropout."""
 
     def __init__(self, cfg: TransformerConfig, vocab_size: int):
         super().__init__()
-        self.tokens = TokenEmbedding(vocab_size, cfg.d_model)
+        self.tokens = TokenEmbedding(vocab_size, cfg.d_model, scale=cfg.scale_embeddings)
         added = positional_module(cfg, "embeddings")  # None when the scheme acts inside attention, or for NoPE
         self.positions = nn.Identity() if added is None else added
+        # BERT's segments (sentence A or B) and the norm after its embeddings; absent from the 2017 model
+        self.types = TokenEmbedding(cfg.type_vocab_size, cfg.d_model, scale=False) if cfg.type_vocab_size else None
+        self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast) if cfg.embedding_norm else None
         self.drop = nn.Dropout(cfg.dropout)
-        self.max_len = cfg.max_len
+        self.max_len, self.type_vocab_size = cfg.max_len, cfg.type_vocab_size
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         if ids.shape[1] > self.max_len:
             raise ValueError(f"ids: expected at most max_len={self.max_len} positions, got {ids.shape[1]}")
-        return self.drop(self.positions(self.tokens(ids)))  # (batch, seq) -> (batch, seq, d_model)
+        if token_type_ids is not None:
+            _check_types(token_type_ids, ids, self.type_vocab_size)
+        x = self.tokens(ids)  # (batch, seq) -> (batch, seq, d_model)
+        if self.types is not None:  # no types given: every token is of type 0
+            x = x + self.types(torch.zeros_like(ids) if token_type_ids is None else token_type_ids)
+        x = self.positions(x)
+        return self.drop(x if self.norm is None else self.norm(x))  # (batch, seq, d_model)
 
 
 class EncoderDecoder(nn.Module):
@@ -63,7 +84,7 @@ class EncoderDecoder(nn.Module):
             self.src_embed.tokens = self.tgt_embed.tokens  # one matrix for both languages (the 2017 paper)
         self.encoder = Encoder(cfg)
         self.decoder = Decoder(cfg)
-        self.head = OutputHead(cfg.d_model, cfg.vocab_size, self.tgt_embed.tokens if cfg.tie_weights else None)
+        self.head = head_for(cfg, self.tgt_embed.tokens)
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``src (batch, T_e)`` -> memory ``(batch, T_e, d_model)`` and its padding mask ``(batch, 1, T_e)``."""
@@ -96,17 +117,16 @@ class DecoderOnly(nn.Module):
         self.cfg = cfg
         self.embed = _Embed(cfg, cfg.vocab_size)
         self.causal_stack = Encoder(cfg)  # EncoderBlocks that the causal mask turns into a decoder
-        self.head = OutputHead(cfg.d_model, cfg.vocab_size, self.embed.tokens if cfg.tie_weights else None)
+        self.head = head_for(cfg, self.embed.tokens)
 
-    @property
-    def blocks(self) -> Encoder:
-        """The former name of :attr:`causal_stack`, which chapter 10 still uses."""
-        return self.causal_stack
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+    def hidden(self, ids: torch.Tensor) -> torch.Tensor:
+        """``ids (batch, T)`` -> last hidden states ``(batch, T, d_model)``: after the final norm, before the head."""
         _check_ids("ids", ids)
         mask = causal_padding_mask(ids, self.cfg.pad_id)  # (batch, T, T)
-        return self.head(self.causal_stack(self.embed(ids), mask))
+        return self.causal_stack(self.embed(ids), mask)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.head(self.hidden(ids))  # (batch, T, vocab_size)
 
 
 class EncoderOnly(nn.Module):
@@ -117,61 +137,17 @@ class EncoderOnly(nn.Module):
         self.cfg = cfg
         self.embed = _Embed(cfg, cfg.vocab_size)
         self.encoder = Encoder(cfg)
-        self.head = OutputHead(cfg.d_model, cfg.vocab_size, self.embed.tokens if cfg.tie_weights else None)
+        self.head = head_for(cfg, self.embed.tokens)
 
-    def encode(self, ids: torch.Tensor) -> torch.Tensor:
+    def encode(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """``ids (batch, T)`` and their types (segments, with ``cfg.type_vocab_size``) -> ``(batch, T, d_model)``."""
         _check_ids("ids", ids)
-        return self.encoder(self.embed(ids), padding_mask(ids, self.cfg.pad_id))
+        return self.encoder(self.embed(ids, token_type_ids), padding_mask(ids, self.cfg.pad_id))
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.head(self.encode(ids))
+    def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
+        return self.head(self.encode(ids, token_type_ids))  # (batch, T, vocab_size)
 
 
 def count_parameters(model: nn.Module) -> int:
     """Trainable parameters, each shared tensor counted once."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters() if p.requires_grad}.values())
-
-
-@contextmanager
-def recorded_attention(modules: dict[str, nn.Module]) -> Iterator[dict[str, list[torch.Tensor]]]:
-    """Record the attention weights of :class:`~transformer.multihead.MultiHeadAttention` modules (chapter 10).
-
-    Inside the ``with`` block, every call of ``modules[name]`` also appends its
-    weights ``(batch, heads, T_q, T_k)`` to ``record[name]``. A forward hook
-    calls the module a second time with ``return_weights=True``; the model
-    itself is not changed, and the hooks are removed on leaving the block.
-    """
-    record: dict[str, list[torch.Tensor]] = {name: [] for name in modules}
-    handles = []
-    for name, module in modules.items():
-        if not isinstance(module, MultiHeadAttention):
-            raise TypeError(f"modules[{name!r}]: expected a MultiHeadAttention, got {type(module).__name__}")
-
-        def hook(mod, args, kwargs, output, name=name):
-            with torch.no_grad():
-                _, weights = mod.forward(*args, **{**kwargs, "return_weights": True})  # forward() skips the hooks
-            record[name].append(weights.detach())
-
-        handles.append(module.register_forward_hook(hook, with_kwargs=True))
-    try:
-        yield record
-    finally:
-        for handle in handles:
-            handle.remove()
-
-
-@torch.no_grad()
-def cross_attention_weights(model: EncoderDecoder, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
-    """The cross-attention of every decoder layer: ``src (batch, T_e)``, ``tgt (batch, T_d)`` (decoder input).
-
-    Returns ``(layers, batch, heads, T_d, T_e)``: row ``t`` is how the decoder
-    position reading ``tgt[:, t]`` (and writing the next word) spreads its
-    attention over the source words. The model is run in eval mode.
-    """
-    was_training = model.training
-    model.eval()
-    layers = {str(i): layer.cross_attn for i, layer in enumerate(model.decoder.layers)}
-    with recorded_attention(layers) as record:
-        model(src, tgt)
-    model.train(was_training)
-    return torch.stack([record[str(i)][0] for i in range(len(layers))])  # (layers, batch, heads, T_d, T_e)

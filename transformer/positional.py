@@ -163,19 +163,31 @@ def rotation_matrix(angle: float) -> torch.Tensor:
     return torch.stack([torch.stack([a.cos(), -a.sin()]), torch.stack([a.sin(), a.cos()])]).float()
 
 
-def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate each pair ``(x[2i], x[2i+1])`` of ``x (..., seq, d)`` by the angle with ``cos, sin (seq, d / 2)``."""
+ROPE_PAIRS = ("interleaved", "half")
+"""How RoPE pairs the features it rotates together: ``"interleaved"`` rotates ``(x[2i], x[2i+1])``, as in the
+RoFormer paper and this book; ``"half"`` rotates ``(x[i], x[i + d/2])``, as Llama and GPT-NeoX (Hugging Face's
+``rotate_half``). Both rotate pair ``i`` by ``position * omega_i``: the same RoPE on permuted features."""
+
+
+def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairs: str = "interleaved") -> torch.Tensor:
+    """Rotate each pair of ``x (..., seq, d)`` (see :data:`ROPE_PAIRS`) by the angle with ``cos, sin (seq, d / 2)``."""
+    if pairs == "half":
+        x1, x2 = x.chunk(2, dim=-1)  # (..., seq, d / 2) each: the first half and the second half
+        return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., seq, d)
     x1, x2 = x[..., 0::2], x[..., 1::2]  # (..., seq, d / 2) each
     out = torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)  # (..., seq, d / 2, 2)
     return out.flatten(-2)  # (..., seq, d)
 
 
-def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0) -> torch.Tensor:
+def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0,
+               pairs: str = "interleaved") -> torch.Tensor:
     """Rotate each pair ``(x[2i], x[2i+1])`` of ``x`` ``(..., seq, d)`` by ``position * omega_i`` (chapter 3).
 
     Then ``<apply_rope(q)[t], apply_rope(k)[i]>`` depends on ``t - i`` only.
+    ``pairs="half"`` rotates ``(x[i], x[i + d/2])`` instead, as Llama does (:data:`ROPE_PAIRS`).
     """
     require_tensor("x", x)
+    require_choice("pairs", pairs, ROPE_PAIRS)
     if x.dim() < 2:
         raise ValueError(f"x: expected at least 2 dimensions (..., seq, d), got shape {shape_str(x)}")
     d = x.shape[-1]
@@ -188,7 +200,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, base: flo
     if positions.shape[-1] != seq:
         raise ValueError(f"positions: expected {seq} positions to match x, got shape {shape_str(positions)}")
     angles = positions.to(torch.float64)[..., None] * _frequencies(d, base).to(x.device)  # (seq, d / 2)
-    return _rotate_pairs(x, angles.cos().to(x.dtype), angles.sin().to(x.dtype))
+    return _rotate_pairs(x, angles.cos().to(x.dtype), angles.sin().to(x.dtype), pairs)
 
 
 class RotaryEmbedding(nn.Module):
@@ -196,21 +208,24 @@ class RotaryEmbedding(nn.Module):
 
     The cosines and sines of every position's angles, ``(max_len, d_head / 2)``, are computed
     once, in float64, and kept as buffers; a call only picks its rows and casts them to ``x``'s dtype.
+    ``pairs`` chooses which features rotate together (:data:`ROPE_PAIRS`): ``"interleaved"``
+    (the paper, the default) or ``"half"`` (Llama; ``TransformerConfig(rope_pairs="half")``).
     """
 
     acts_on: ClassVar[str] = "queries and keys"
 
     @classmethod
     def from_config(cls, cfg) -> RotaryEmbedding:
-        return cls(cfg.d_head, cfg.max_len)
+        return cls(cfg.d_head, cfg.max_len, pairs=cfg.rope_pairs)
 
-    def __init__(self, d_head: int, max_len: int = 512, base: float = 10000.0):
+    def __init__(self, d_head: int, max_len: int = 512, base: float = 10000.0, pairs: str = "interleaved"):
         super().__init__()
         require_positive_int("d_head", d_head)
         require_positive_int("max_len", max_len)
+        require_choice("pairs", pairs, ROPE_PAIRS)
         if d_head % 2:
             raise ValueError(f"d_head: expected an even head size for RoPE, got {d_head}")
-        self.d_head, self.max_len, self.base = d_head, max_len, base
+        self.d_head, self.max_len, self.base, self.pairs = d_head, max_len, base, pairs
         positions = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
         angles = positions * _frequencies(d_head, base)  # (max_len, d_head / 2)
         self.register_buffer("cos", angles.cos(), persistent=False)
@@ -227,10 +242,12 @@ class RotaryEmbedding(nn.Module):
         if x.shape[-1] != self.d_head:
             raise ValueError(f"x: expected d_head={self.d_head} in the last dimension, got shape {shape_str(x)}")
         rows = slice(offset, offset + seq)
-        return _rotate_pairs(x, self.cos[rows].to(x.dtype), self.sin[rows].to(x.dtype))  # (..., seq, d_head)
+        cos, sin = self.cos[rows].to(x.dtype), self.sin[rows].to(x.dtype)  # (seq, d_head / 2) each
+        return _rotate_pairs(x, cos, sin, self.pairs)  # (..., seq, d_head)
 
     def extra_repr(self) -> str:
-        return f"d_head={self.d_head}, max_len={self.max_len}, base={self.base:g}"
+        pairs = "" if self.pairs == "interleaved" else f", pairs={self.pairs!r}"
+        return f"d_head={self.d_head}, max_len={self.max_len}, base={self.base:g}{pairs}"
 
 
 # ----------------------------------------------------------------------------- the registry
@@ -248,6 +265,7 @@ POSITIONAL_SCHEMES: dict[str, type[nn.Module] | None] = {
 def check_positional(cfg) -> None:
     """Refuse, when a config is made, a scheme unknown or unfit for its sizes (nothing is built)."""
     require_choice("positional", cfg.positional, POSITIONAL_SCHEMES)
+    require_choice("rope_pairs", cfg.rope_pairs, ROPE_PAIRS)
     if POSITIONAL_SCHEMES[cfg.positional] is RotaryEmbedding and cfg.d_head % 2:
         raise ValueError(f"d_model: expected an even d_h = d_model / n_heads for RoPE, got d_h={cfg.d_head}")
 

@@ -191,7 +191,18 @@ def merge_pair(pair: tuple[str, str], words: dict[tuple[str, ...], int]) -> dict
 
 
 class BPETokenizer:
-    """Byte-pair encoding learned from a corpus: ``merges`` in the order they were learned."""
+    """Byte-pair encoding learned from a corpus: ``merges`` in the order they were learned.
+
+    Ties. When several pairs are equally frequent, ``train`` needs a rule. The default,
+    ``tie_break="alphabetical"``, takes the alphabetically first pair (the rule chapter 1
+    works by hand). Hugging Face ``tokenizers``' ``BpeTrainer`` keeps its candidates in a
+    heap ordered by count, then by the smaller pair of *ids*, ``(id(a), id(b))``: the
+    characters get their ids in code-point order and every merged symbol the next id as it
+    is made. ``tie_break="vocab_order"`` is that rule, and reproduces the merges of
+    ``tokenizers`` (checked against it in ``tests/test_bpe.py``). The two rules agree while
+    ties involve only characters, and part at the first tie with a merged symbol: ``"co"``
+    sorts before ``"o"``, but was made after it.
+    """
 
     def __init__(self, merges: Sequence[tuple[str, str]], alphabet: Iterable[str]):
         self.merges = list(merges)
@@ -220,7 +231,7 @@ class BPETokenizer:
         the alphabetically first pair (``tie_break="alphabetical"``), or to the pair whose
         symbols entered the vocabulary first (``tie_break="vocab_order"``: characters in
         code-point order, then merged symbols in the order they were made), which is the
-        rule of the ``tokenizers`` library.
+        rule of the ``tokenizers`` library (see the class docstring).
         """
         _require_texts(texts)
         if isinstance(n_merges, bool) or not isinstance(n_merges, int) or n_merges < 0:

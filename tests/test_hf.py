@@ -1,4 +1,4 @@
-"""Ours equals Hugging Face (issue 14): GPT-2 and BERT by configuration, RoPE as Llama rotates.
+"""Ours equals Hugging Face: GPT-2 and BERT by configuration, RoPE as Llama rotates.
 
 Hugging Face models are built from small random configs (random weights, nothing downloaded), in float64
 and eval mode; `transformer.hf.from_hf` converts them and the outputs must agree to 1e-10 (1e-5 in float32).

@@ -216,7 +216,7 @@ CASES = {
     "d_model=16.0": (lambda: cfg(d_model=16.0), TypeError, m("d_model:", "positive int", "got float 16.0")),
     "causal_mask(0)": (lambda: T.causal_mask(0), ValueError, m("seq_len:", "positive int", "got 0")),
     "n_merges=-1": (lambda: T.BPETokenizer.train(["a b"], -1), ValueError, m("n_merges:", "int >= 0", "got -1")),
-    # ---- the fields that express GPT-2 and BERT (issue 14)
+    # ---- the fields that express GPT-2 and BERT
     "pad_id = vocab_size": (lambda: cfg(pad_id=20), ValueError, m("pad_id:", "a token id in [0, 20)", "got 20")),
     "negative pad_id": (lambda: cfg(pad_id=-1), ValueError, m("pad_id:", "[0, 20)", "got -1")),
     "pad_id beyond the source vocabulary": (lambda: cfg(src_vocab_size=5, pad_id=6), ValueError,

@@ -152,7 +152,7 @@ def test_padding_keys_are_ignored_by_the_encoder():
     torch.testing.assert_close(a[:, :4], b[:, :4], atol=1e-6, rtol=0)
 
 
-# ----------------------------------------------------------- the fields that express GPT-2 and BERT (issue 14)
+# ------------------------------------------------------------------------ the fields that express GPT-2 and BERT
 
 
 def test_the_defaults_build_the_2017_model_and_nothing_more():

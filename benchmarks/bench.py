@@ -19,9 +19,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -31,6 +28,8 @@ from torch import nn
 
 import transformer as T
 from transformer.interop import copy_encoder_block, copy_multihead
+
+from .project import bench_book, bench_capstone, bench_grading, bench_nbval
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "_build" / "bench"
@@ -184,87 +183,6 @@ def scaling(quick: bool) -> list[dict]:
         rows.append({"T": t, "ours_s": ours, "reference_s": ref, "ours_peak_mb": peak_mb("ours", 1, 8, t, 32),
                      "reference_peak_mb": peak_mb("torch", 1, 8, t, 32)})
     return rows
-
-
-# ------------------------------------------------------------------ whole-project timings
-
-
-def timed(cmd: list[str], **kw) -> float:
-    t = time.perf_counter()
-    subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, **kw)
-    return time.perf_counter() - t
-
-
-def bench_book() -> dict:
-    with tempfile.TemporaryDirectory() as tmp:
-        s = timed([str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "--path-output", tmp])
-    return {"name": "book-build", "ours_s": s, "reference": "target 60 s", "reference_s": 60.0, "ratio": s / 60.0}
-
-
-def bench_nbval() -> dict:
-    nbs = sorted(str(p) for p in (ROOT / "notebooks").glob("*.ipynb"))
-    s = timed([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadfile", "--nbval", "--nbval-current-env",
-               "--nbval-sanitize-with", "tests/sanitize.cfg", "-p", "no:cacheprovider", *nbs])
-    return {"name": "notebooks-nbval", "ours_s": s, "reference": "target 240 s", "reference_s": 240.0,
-            "ratio": s / 240.0}
-
-
-def submission(assignment: str, solved: bool):
-    """The student notebook of ``assignment``, its answer cells filled with the solutions' (or left blank)."""
-    import nbformat
-
-    nb = nbformat.read(ROOT / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
-    if solved:
-        source = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
-        answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
-                   if c.metadata.get("nbgrader", {}).get("solution")}
-        for cell in nb.cells:
-            cell.source = answers.get(cell.metadata.get("nbgrader", {}).get("grade_id"), cell.source)
-    return nb
-
-
-def bench_grading(n: int = 20) -> dict:
-    import nbformat
-
-    with tempfile.TemporaryDirectory() as tmp:
-        subs = Path(tmp) / "subs"
-        subs.mkdir()
-        for i in range(n):
-            nbformat.write(submission("04_queries_keys_values", solved=i % 2 == 0), subs / f"s{i:02d}.ipynb")
-        env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-        seconds = {}
-        for unsafe in ("1", "0"):  # the same batch without and with the sandbox, one after the other
-            cmd = [sys.executable, "-m", "grader", "04_queries_keys_values", str(subs), "--out",
-                   str(Path(tmp) / "o"), "--jobs", "2"]
-            seconds[unsafe] = timed(cmd, env=dict(env, UNSAFE_NO_SANDBOX=unsafe))
-    ours, bare = seconds["0"] / n, seconds["1"] / n
-    return {"name": "grade-per-submission", "ours_s": ours, "reference": f"target 2.5 s (2 jobs, whole run / {n}); "
-            f"without the sandbox {bare:.2f} s", "reference_s": 2.5, "ratio": ours / bare}
-
-
-def bench_capstone(steps: int = 400) -> dict:
-    """Seconds the chapter 10 recipe trains before held-out exact match is at least 98%.
-
-    The recipe's one run of ``steps`` steps is timed, then checked: the time is an
-    upper bound on the time to 98% (NaN if the run does not get there).
-    """
-    from transformer.data import Corpus
-    from transformer.train import exact_match, fit
-
-    corpus = Corpus(held_out=0.1, seed=0)
-    torch.manual_seed(0)
-    cfg = T.TransformerConfig(vocab_size=len(corpus.tgt.vocab), src_vocab_size=len(corpus.src.vocab), d_model=64,
-                              n_heads=4, d_ff=128, n_layers=2, dropout=0.0, max_len=16)
-    model = T.EncoderDecoder(cfg)
-    t = time.perf_counter()
-    fit(model, corpus.batches(64, torch.Generator().manual_seed(0)), steps=steps, lr=1e-3, warmup=100,
-        label_smoothing=0.1)
-    seconds = time.perf_counter() - t
-    accuracy = exact_match(model, corpus, corpus.held_out)
-    if accuracy < 0.98:
-        seconds = float("nan")
-    return {"name": "capstone-time-to-98", "ours_s": seconds, "reference": f"target 60 s; {steps} steps, "
-            f"held-out exact match {accuracy:.1%}", "reference_s": 60.0, "ratio": seconds / 60.0}
 
 
 BENCHES = {"sdpa-teaching": bench_sdpa, "mha-fast": bench_mha, "encoder-layer": bench_encoder_layer,

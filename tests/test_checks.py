@@ -12,7 +12,7 @@ import torch
 from transformer import checks
 from transformer.checks import CheckFailed
 
-from bank import CHECKS, EXPECTED, WRONG
+from bank import CHECKS, EXPECTED, RIGHT, WRONG
 from conftest import solution_sources
 
 CASES = [(a, cell, *w) for a, cells in WRONG.items() for cell, wrongs in cells.items() for w in wrongs]
@@ -49,6 +49,47 @@ def test_wrong_answer_is_rejected(assignment, cell, mistake, source, hint, capsy
         for digits in (2, 3, 4):
             assert f"{value:.{digits}f}" not in message, f"feedback shows the expected answer:\n{message}"
     assert checks.PASSED not in capsys.readouterr().out
+
+
+RIGHT_CASES = [(a, cell, what, src) for a, cells in RIGHT.items() for cell, rights in cells.items()
+               for what, src in rights]
+
+
+@pytest.mark.parametrize("assignment,cell,what,source", RIGHT_CASES,
+                         ids=[f"{c[0][:2]}-{c[1]}-{c[2]}" for c in RIGHT_CASES])
+def test_correct_alternative_passes(assignment, cell, what, source, capsys):
+    """Another correct answer (another kind of number, another dtype, an input changed in place) passes too."""
+    check, name = CHECKS[assignment][cell]
+    getattr(checks, check)(run_answer(assignment, cell, source, name))
+    assert checks.PASSED in capsys.readouterr().out
+
+
+# (assignment, later answer cell, earlier answer cell it calls, how its feedback names the earlier exercise)
+BUILDS_ON = [("04_queries_keys_values", "ex4_answer", "ex2_answer", "exercise 2"),
+             ("05_multi_head_attention", "ex4_answer", "ex2_answer", "exercise 2"),
+             ("05_multi_head_attention", "ex4_answer", "ex3_answer", "exercise 3"),
+             ("07_masking", "ex5_answer", "ex4_answer", "exercise 4")]
+
+
+@pytest.mark.parametrize("assignment,later,earlier,exercise", BUILDS_ON,
+                         ids=[f"{b[0][:2]}-{b[1]}-{b[2]}" for b in BUILDS_ON])
+def test_a_wrong_earlier_answer_is_named_by_the_later_check(assignment, later, earlier, exercise):
+    """A later exercise that calls the student's earlier function sends them back to it when it is wrong."""
+    check, name = CHECKS[assignment][later]
+    sources = solution_sources(assignment)
+    named = 0
+    for mistake, wrong, _ in WRONG[assignment][earlier]:
+        namespace = {"math": math, "torch": torch}
+        for cell, code in sources.items():
+            exec(compile(wrong if cell == earlier else code, f"<{cell}>", "exec"), namespace)
+            if cell == later:
+                break
+        try:
+            getattr(checks, check)(namespace[name])
+        except CheckFailed as err:
+            assert f"fix {exercise} first" in str(err), f"'{mistake}' in {earlier}:\n{err}"
+            named += 1
+    assert named, f"no wrong answer to {earlier} makes the check of {later} fail"
 
 
 def test_flying_arrows_hand_value_passes():

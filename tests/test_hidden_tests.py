@@ -8,6 +8,7 @@ the earlier correct answers, then the answer under test); their replies go throu
 
 from __future__ import annotations
 
+import re
 import signal
 
 import nbformat
@@ -16,8 +17,9 @@ import pytest
 from grader import hidden, plain
 from grader.run import read_reply
 from grader.verdicts import judge_cell
+from transformer import checks
 
-from bank import CHECKS, WRONG
+from bank import CHECKS, KEEPS_INPUTS, RIGHT, WRONG
 from conftest import notebook_path, setup_source
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # a wrong answer may make PyTorch warn
@@ -121,6 +123,87 @@ def test_hidden_tests_reject_wrong_answers(assignment, cell, tmp_path):
     assert caught, f"{cell}: the hidden tests accept every wrong answer in the bank"
     known = [mistake for mistake, src, hint in wrong if hint and mistake not in caught]
     assert not known, f"{cell}: the hidden tests accept these known mistakes: {known}"
+
+
+RIGHT_CASES = [(a, cell, what, src) for a, cells in RIGHT.items() for cell, rights in cells.items()
+               for what, src in rights]
+
+
+@pytest.mark.parametrize("assignment,cell,what,source", RIGHT_CASES,
+                         ids=[f"{c[0][:2]}-{c[1]}-{c[2]}" for c in RIGHT_CASES])
+def test_hidden_tests_pass_correct_alternatives(assignment, cell, what, source, tmp_path):
+    """Another correct answer (another kind of number, another dtype, an input changed in place) earns the points."""
+    result = verdict(assignment, cell, source, tmp_path)
+    assert not result.failures, result.failures
+
+
+# The student's function or module, wrapped: it computes its answer on copies of its inputs, then changes the
+# inputs it was given (tensors that do not require grad, dicts, lists), as code that works in place would.
+_CHANGES_ITS_INPUTS = """
+import copy as _copy_module
+
+
+def _copied(value):
+    if isinstance(value, torch.Tensor) and not value.requires_grad:
+        return value.clone()
+    return _copy_module.deepcopy(value) if isinstance(value, (dict, list)) else value
+
+
+def _change(values):
+    for value in values:
+        if isinstance(value, torch.Tensor) and not value.requires_grad:
+            with torch.no_grad():
+                if value.dtype == torch.bool:
+                    value.logical_not_()
+                else:
+                    value.add_(1)
+        elif isinstance(value, dict):
+            value.clear()
+        elif isinstance(value, list):
+            value.append(value[0] if value else 0)
+
+
+def _run_then_change(fn, args, kwargs):
+    out = fn(*[_copied(a) for a in args], **{k: _copied(v) for k, v in kwargs.items()})
+    _change([*args, *kwargs.values()])
+    return out
+"""
+_FUNCTION = "\n_given = {name}\n\ndef {name}(*args, **kwargs):\n    return _run_then_change(_given, args, kwargs)\n"
+_MODULE = ("\n_Given = {name}\n\nclass {name}(_Given):\n    def forward(self, *args, **kwargs):\n"
+           "        return _run_then_change(super().forward, args, kwargs)\n")
+
+
+def _changing_cells():
+    out = []
+    for assignment, cells in CHECKS.items():
+        sources = dict(answers(assignment))
+        for cell, (_, name) in cells.items():
+            if re.search(rf"^def {name}\(", sources[cell], re.M):
+                out.append((assignment, cell, _FUNCTION))
+            elif re.search(rf"^class {name}\((torch\.)?nn\.Module\)", sources[cell], re.M):
+                out.append((assignment, cell, _MODULE))
+    return out
+
+
+CHANGING = _changing_cells()
+
+
+@pytest.mark.parametrize("assignment,cell,wrapper", CHANGING, ids=[f"{a[:2]}-{c}" for a, c, _ in CHANGING])
+def test_inputs_changed_in_place_are_judged_alike(assignment, cell, wrapper, tmp_path):
+    """Where the exercise allows it, an answer that changes its inputs in place passes the visible check and the
+    hidden tests; where it says not to (``KEEPS_INPUTS``), both reject it and the visible check says why."""
+    check, name = CHECKS[assignment][cell]
+    source = dict(answers(assignment))[cell] + _CHANGES_ITS_INPUTS + wrapper.format(name=name)
+    ns = namespace(assignment, cell, source)
+    kept = KEEPS_INPUTS[assignment].get(cell)
+    failures = verdict(assignment, cell, source, tmp_path).failures
+    if kept is None:
+        exec(f"{check}({name})", ns)
+        assert not failures, failures
+    else:
+        with pytest.raises(checks.CheckFailed, match=re.escape(kept)):
+            exec(f"{check}({name})", ns)
+        assert failures
 
 
 def test_every_grade_cell_has_hidden_tests():

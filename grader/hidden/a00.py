@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import describe, entry, number, returns, tensor
+from grader.hidden.judge import as_number, describe, entry, number, returns, tensor
 
 ASSIGNMENT = "00_why_transformers"
 GRADED = ["ex1_recurrence_by_hand", "ex2_attend", "ex3_elman_rnn"]
@@ -18,10 +18,9 @@ GRAD_TOL = {"atol": 1e-4, "rtol": 1e-3}   # gradients through a loop over time: 
 
 def _count(got, want: int, name: str) -> str | None:
     """``got`` must be a number equal to the count ``want`` (an int, a float such as 21.0, a one-element tensor)."""
-    if isinstance(got, torch.Tensor) and got.numel() == 1 and not got.dtype.is_complex and got.dtype != torch.bool:
-        got = got.item()
-    if isinstance(got, bool) or not isinstance(got, (int, float)):
+    if as_number(got) is None:
         return f"{name}: expected a number, got {describe(got)}"
+    got = as_number(got)
     if got != want:
         return f"{name} is wrong (an exact count)"
     return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import describe, entry, first, unchanged
+from grader.hidden.judge import as_int, describe, entry, first, unchanged
 
 ASSIGNMENT = "01_tokenization"
 GRADED = ["ex1_tokens_by_hand", "ex2_count_pairs", "ex3_merge_pair", "ex4_word_tokenizer"]
@@ -16,9 +16,10 @@ def _ids(got, want: list[int], name: str, kinds=(list, tuple)) -> str | None:
     """``got`` must be a list (or tuple, where ``kinds`` allows it) of int ids equal to ``want``."""
     if not isinstance(got, kinds):
         return f"{name}: expected a list of int ids, got {describe(got)}"
-    if any(isinstance(i, bool) or not isinstance(i, int) for i in got):
-        bad = next(i for i in got if isinstance(i, bool) or not isinstance(i, int))
+    if any(as_int(i) is None for i in got):
+        bad = next(i for i in got if as_int(i) is None)
         return f"{name}: expected a list of int ids, but it holds {describe(bad)}"
+    got = [as_int(i) for i in got]
     if len(got) != len(want):
         return f"{name}: expected {len(want)} ids, got {len(got)}"
     wrong = [i for i, (a, b) in enumerate(zip(got, want)) if a != b]
@@ -78,7 +79,7 @@ def _tuple_keys(got, what: str, size: int | None = None) -> str | None:
         if size is not None and len(key) != size:
             return f"a key holds {len(key)} symbols; the keys are {what}, tuples (a, b)"
     for value in got.values():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if as_int(value) is None:
             return f"a value is {describe(value)}; expected a count (an int)"
     return None
 

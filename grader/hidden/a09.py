@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Request, probe, reads
-from grader.hidden.judge import describe, entry, first, number, numbers, tensor
+from grader.hidden.judge import as_int, describe, entry, first, number, numbers, tensor
 
 ASSIGNMENT = "09_output_head"
 GRADED = ["ex1_output_by_hand", "ex2_masked_cross_entropy", "ex3_greedy_decoding", "ex4_tied_output_head"]
@@ -145,18 +145,16 @@ def a09_greedy(user, A, B, prefix, eos_id, max_new_tokens, limit):
 
 
 def _ids(got):
-    """A list of token ids (ints, or integer 0-d tensors, or a 1-D integer tensor), or None."""
-    if isinstance(got, torch.Tensor) and got.dim() == 1 and not got.dtype.is_floating_point:
-        return [int(i) for i in got.tolist()]
+    """A list of token ids (whole numbers of any kind, or a 1-D tensor or array of them), or None."""
+    if isinstance(got, (torch.Tensor, np.ndarray)) and got.ndim == 1:
+        got = list(got)
     if not isinstance(got, (list, tuple)):
         return None
     out = []
     for i in got:
-        if isinstance(i, torch.Tensor) and i.numel() == 1 and not i.dtype.is_floating_point:
-            i = int(i)
-        if isinstance(i, bool) or not isinstance(i, int):
+        if as_int(i) is None:
             return None
-        out.append(i)
+        out.append(as_int(i))
     return out
 
 
@@ -227,10 +225,10 @@ def a09_untied_head(user, d_model, vocab_size, h, W, seed):
         return reply
     with torch.no_grad():
         w.copy_(W)
-    out = head(h)
+    out = head(h.clone())   # each call its own copy: forward may change h in place
     reply["logits"] = out.detach() if isinstance(out, torch.Tensor) else out
     params = list(head.parameters())
-    loss = head(h).logsumexp(dim=-1).mean()
+    loss = head(h.clone()).logsumexp(dim=-1).mean()
     if params and loss.requires_grad:
         opt = torch.optim.SGD(params, lr=0.1)
         opt.zero_grad()
@@ -253,10 +251,10 @@ def a09_tied_head(user, d_model, vocab_size, h, E):
     reply = {"module": True, "same": getattr(head, "weight", None) is emb.weight,
              "own": [name for name, p in head.named_parameters() if p is not emb.weight],
              "count": sum(p.numel() for p in torch.nn.ModuleList([emb, head]).parameters())}
-    out = head(h)
+    out = head(h.clone())   # each call its own copy: forward may change h in place
     reply["logits"] = out.detach() if isinstance(out, torch.Tensor) else out
     params = list(head.parameters())
-    loss = head(h).logsumexp(dim=-1).mean()
+    loss = head(h.clone()).logsumexp(dim=-1).mean()
     if params and loss.requires_grad:
         opt = torch.optim.SGD(params, lr=0.1)
         opt.zero_grad()

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Request, probe, reads
-from grader.hidden.judge import describe, entry, tensor
+from grader.hidden.judge import as_number, describe, entry, tensor
 from transformer import EncoderDecoder, TransformerConfig
 
 ASSIGNMENT = "10_whole_transformer"
@@ -22,10 +22,9 @@ GRADED = ["ex1_parameter_count", "ex2_train_step", "ex3_translator"]
 
 def _count_judge(key, want):
     def judge(got):
-        if isinstance(got, torch.Tensor) and got.numel() == 1 and not got.dtype.is_complex:
-            got = got.reshape(-1)[0].item()
-        if isinstance(got, bool) or not isinstance(got, (int, float)):
+        if as_number(got) is None:
             return f"counts[{key!r}]: expected a whole number, got {describe(got)}"
+        got = as_number(got)
         if not math.isfinite(got) or abs(got - want) >= 0.5:
             return f"counts[{key!r}] is not the right count (tolerance: exact)"
         return None
@@ -67,7 +66,7 @@ def _step_judge(losses, params, src, tgt):
             step = f"step {i + 1}"
             if isinstance(loss, torch.Tensor):
                 return f"{step} returned a tensor; return the loss as a Python float with loss.item()"
-            if isinstance(loss, bool) or not isinstance(loss, float):
+            if isinstance(loss, bool) or not isinstance(loss, (int, float)):  # numpy scalars arrive as floats
                 return f"{step}: expected the loss as a float, got {describe(loss)}"
             if not math.isfinite(loss):
                 return f"{step}: the loss is NaN or infinite"

@@ -72,12 +72,29 @@ def _kind(dtype: torch.dtype) -> str:
     return "floating-point" if dtype.is_floating_point else "complex" if dtype.is_complex else "integer"
 
 
+def as_number(x) -> int | float | None:
+    """A plain number from any kind of integer or float: an int, a float, a numpy scalar, a one-element
+    array or tensor (numpy scalars arrive as Python numbers); None for anything else (bool, complex, str)."""
+    if isinstance(x, (torch.Tensor, np.ndarray)):
+        if (x.size if isinstance(x, np.ndarray) else x.numel()) != 1:
+            return None
+        x = x.item()
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, (int, float, np.integer, np.floating)):
+        return None
+    return int(x) if isinstance(x, (int, np.integer)) else float(x)
+
+
+def as_int(x) -> int | None:
+    """``x`` as an int when it is a whole number of any kind (see :func:`as_number`), else None."""
+    n = as_number(x)
+    return int(n) if n is not None and math.isfinite(n) and n == int(n) else None
+
+
 def number(got, want: float, tol: float = 1e-3, name: str = "the value") -> str | None:
-    """``got`` must be a real number within ``tol`` of ``want``."""
-    if isinstance(got, torch.Tensor) and got.numel() == 1 and not got.dtype.is_complex:
-        got = float(got)
-    if isinstance(got, bool) or not isinstance(got, (int, float)):
+    """``got`` must be a real number (of any kind, see :func:`as_number`) within ``tol`` of ``want``."""
+    if as_number(got) is None:
         return f"{name}: expected a number, got {describe(got)}"
+    got = as_number(got)
     if not math.isfinite(got) or abs(got - want) > tol:
         return f"{name} is wrong (more than {tol:g} off)"
     return None
@@ -85,8 +102,8 @@ def number(got, want: float, tol: float = 1e-3, name: str = "the value") -> str 
 
 def numbers(got, want: list[float], tol: float = 1e-3, name: str = "the values") -> str | None:
     """``got`` must be a list, tuple or 1-D tensor of ``len(want)`` numbers, each within ``tol``."""
-    if isinstance(got, torch.Tensor) and got.dim() == 1:
-        got = got.tolist()
+    if isinstance(got, (torch.Tensor, np.ndarray)) and got.ndim == 1:
+        got = list(got)
     if isinstance(got, tuple):
         got = list(got)
     if not isinstance(got, list):

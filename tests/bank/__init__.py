@@ -8,6 +8,12 @@ Each module defines ``ASSIGNMENT`` (the assignment id), ``WRONG`` and ``CHECKS``
 - ``CHECKS[answer_cell] = (check_function_name, variable_name)``: the check in
   :mod:`transformer.checks` that judges the cell, and the name the cell defines.
 - ``EXPECTED[answer_cell] = [numbers]`` (optional): a hand-computed answer that no feedback may show.
+- ``RIGHT[answer_cell] = [(what, source), ...]`` (optional): correct answers other than the solution's
+  (numbers of another kind, another dtype, inputs changed in place where that is allowed); the visible
+  check and the hidden tests must both accept each one.
+- ``KEEPS_INPUTS[answer_cell] = hint_fragment`` (optional): the exercise says not to change its inputs in
+  place; an answer that does must be rejected by both, and the visible check must say so (``hint_fragment``).
+  In every other exercise, an answer may change its tensor inputs in place and still earns its points.
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ import pkgutil
 WRONG: dict[str, dict] = {}
 CHECKS: dict[str, dict] = {}
 EXPECTED: dict[str, dict] = {}
+RIGHT: dict[str, dict] = {}
+KEEPS_INPUTS: dict[str, dict] = {}
 
 for _info in pkgutil.iter_modules(__path__):
     if _info.name.startswith("a"):
@@ -25,3 +33,5 @@ for _info in pkgutil.iter_modules(__path__):
         WRONG[_mod.ASSIGNMENT] = _mod.WRONG
         CHECKS[_mod.ASSIGNMENT] = _mod.CHECKS
         EXPECTED[_mod.ASSIGNMENT] = getattr(_mod, "EXPECTED", {})
+        RIGHT[_mod.ASSIGNMENT] = getattr(_mod, "RIGHT", {})
+        KEEPS_INPUTS[_mod.ASSIGNMENT] = getattr(_mod, "KEEPS_INPUTS", {})

@@ -106,3 +106,16 @@ CHECKS = {
     "ex2_answer": ("check_attend", "attend"),
     "ex3_answer": ("check_elman_rnn", "ElmanRNN"),
 }
+
+RIGHT = {
+    "ex1_answer": [
+        ("numpy numbers",
+         "import numpy as np\n"
+         "answers = {'rnn_steps': np.int64(21), 'attention_steps': np.int64(1), 'rnn_path': np.int64(20),\n"
+         "           'attention_path': np.int64(1), 'survives': np.float32(0.9) ** 20}"),
+        ("tensors and 0-d arrays",
+         "import numpy as np\n"
+         "answers = {'rnn_steps': torch.tensor(21), 'attention_steps': np.array(1), 'rnn_path': 20.0,\n"
+         "           'attention_path': torch.tensor(1.0), 'survives': torch.tensor(0.9, dtype=torch.float64) ** 20}"),
+    ],
+}

@@ -166,3 +166,13 @@ CHECKS = {
     "ex3_answer": ("check_merge_pair", "merge_pair"),
     "ex4_answer": ("check_word_tokenizer", "WordLevelTokenizer"),
 }
+
+RIGHT = {
+    "ex1_answer": [
+        ("numpy ids", "import numpy as np\n"
+         "answers = {'ids_apple': [np.int64(i) for i in (1, 8, 7, 5, 6, 2)],\n"
+         "           'ids_banana': list(np.array([1, 10, 7, 4, 3, 2])), 'text': 'you ate a pear'}"),
+    ],
+}
+
+KEEPS_INPUTS = {"ex2_answer": "changed its input", "ex3_answer": "changed its input"}

@@ -100,6 +100,8 @@ WRONG = {
          "def rope(x, t):\n    d = x.shape[0]\n    j = torch.arange(d)\n    a = t / 10000 ** (2 * (j // 2) / d)\n"
          "    return x + torch.where(j % 2 == 0, a.sin(), a.cos())",
          "t - i only"),
+        ("position t + 1 (positions counted from 1)",
+         _ROPE.format(angle="(t + 1) * w", pairs="x[0::2], x[1::2]", body=_INTERLEAVE), "one step too far"),
         ("returns a pair count of values", _ROPE.format(angle="t * w", pairs="x[0::2], x[1::2]",
                                                         body="return x1 * cos - x2 * sin"),
          "shape"),
@@ -117,7 +119,7 @@ WRONG = {
          "register_buffer"),
         ("sine and cosine swapped", _module(even="cos", odd="sin"), "swapped"),
         ("returns the table alone", _module(forward="self.table[: x.shape[1]]"), "table alone"),
-        ("odd d_model not handled", _module(odd_slice=""), "raised"),
+        ("odd d_model not handled", _module(odd_slice=""), "breaks for an odd one"),
         ("2i doubled", _module(exponent="2 * two_i / d_model"), "doubled"),
         ("column number used for i (a loop over columns)",
          "class SinusoidalPositionalEncoding(torch.nn.Module):\n"
@@ -143,4 +145,34 @@ CHECKS = {
     "ex3_answer": ("check_rope", "rope"),
     "ex4_answer": ("check_relative_bias_softmax", "relative_bias_softmax"),
     "ex5_answer": ("check_sinusoidal_module", "SinusoidalPositionalEncoding"),
+}
+
+RIGHT = {
+    "ex1_answer": [
+        ("a numpy array", "import numpy as np\nw1 = 1 / 10000 ** (2 / 5)\n"
+         "entries = np.array([np.sin(1), np.cos(2), np.sin(3 * w1), np.cos(4 * w1)])"),
+        ("a float32 tensor", "w1 = 1 / 10000 ** (2 / 5)\n"
+         "entries = torch.tensor([math.sin(1), math.cos(2), math.sin(3 * w1), math.cos(4 * w1)])"),
+    ],
+    "ex3_answer": [
+        ("rotates x in place and returns it",
+         "def rope(x, t):\n"
+         "    d = x.shape[0]\n"
+         "    omega = 10000 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)\n"
+         "    cos, sin = (t * omega).cos().to(x.dtype), (t * omega).sin().to(x.dtype)\n"
+         "    x1, x2 = x[0::2].clone(), x[1::2].clone()\n"
+         "    x[0::2] = x1 * cos - x2 * sin\n"
+         "    x[1::2] = x1 * sin + x2 * cos\n"
+         "    return x\n"),
+        ("float64 out", _ROPE.format(angle="t * w", pairs="x[0::2].double(), x[1::2].double()",
+                                     body=_INTERLEAVE.replace("cos", "a.cos()").replace("sin", "a.sin()"))),
+    ],
+    "ex5_answer": [
+        ("the table kept in float64", _module(store="self.register_buffer('table', table)")),
+        ("x += table", _module(forward="x.add_(self.table[: x.shape[1]])")),
+        ("x += table, then return x",
+         _MODULE.format(**{**_GOOD, "forward": "x"}).replace("        return x\n",
+                                                              "        x += self.table[: x.shape[1]]\n"
+                                                              "        return x\n")),
+    ],
 }

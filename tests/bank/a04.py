@@ -81,3 +81,15 @@ CHECKS = {
     "ex3_answer": ("check_causal_mask", "causal_mask"),
     "ex4_answer": ("check_self_attention", "self_attention"),
 }
+
+RIGHT = {
+    "ex2_answer": [
+        ("scales q in place",
+         "def attention(q, k, v, mask=None):\n"
+         "    q /= math.sqrt(q.shape[-1])\n"
+         "    scores = q @ k.transpose(-2, -1)\n"
+         "    if mask is not None:\n"
+         "        scores.masked_fill_(~mask, float('-inf'))\n"
+         "    return scores.softmax(dim=-1) @ v\n"),
+    ],
+}

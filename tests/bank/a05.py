@@ -45,6 +45,15 @@ def _forward(scale="math.sqrt(q.shape[-1])", source="x if memory is None else me
 """
 
 
+_TRANSPOSED = _INIT + """        source = x if memory is None else memory
+        lin = lambda layer, z: z @ layer.weight + layer.bias
+        q = split_heads(lin(self.w_q, x), self.n_heads)
+        k = split_heads(lin(self.w_k, source), self.n_heads)
+        v = split_heads(lin(self.w_v, source), self.n_heads)
+        out = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-1) @ v
+        return lin(self.w_o, merge_heads(out))
+"""
+
 WRONG = {
     "ex1_answer": [
         ("parameters without biases", _sizes(n_params="4 * 768 * 768"), "biases"),
@@ -83,6 +92,7 @@ WRONG = {
         ("not glued", _MERGE + "    return x.transpose(1, 2)", "glue"),
     ],
     "ex4_answer": [
+        ("weights transposed: x @ w.weight + b", _TRANSPOSED, "transposed"),
         ("no 1/sqrt(d_h)", _forward(scale="1.0"), "forgot to divide"),
         ("divided by sqrt(d_model)", _forward(scale="math.sqrt(x.shape[-1])"), "sqrt(d_model)"),
         ("one wide head", _forward(heads="1"), "one head of width d_model"),
@@ -105,4 +115,22 @@ CHECKS = {
     "ex2_answer": ("check_split_heads", "split_heads"),
     "ex3_answer": ("check_merge_heads", "merge_heads"),
     "ex4_answer": ("check_multihead_attention", "MultiHeadAttention"),
+}
+
+RIGHT = {
+    "ex1_answer": [
+        ("numpy ints",
+         "import numpy as np\n"
+         "d_model, h, batch, seq = np.int64(768), np.int64(12), np.int64(4), np.int64(9)\n"
+         "d_h = d_model // h\n"
+         "sizes = {'d_h': d_h, 'n_params': 4 * (d_model * d_model + d_model), 'Q': (batch, seq, d_model),\n"
+         "         'Q_heads': (batch, h, seq, d_h), 'weights': (batch, h, seq, seq), 'head_outputs': (batch, h, seq, d_h),\n"
+         "         'concat': (batch, seq, h * d_h), 'output': (batch, seq, d_model)}"),
+        ("tensors and torch.Size",
+         "x = torch.zeros(4, 9, 768)\n"
+         "d_h = torch.tensor(768 // 12)\n"
+         "sizes = {'d_h': d_h, 'n_params': torch.tensor(4 * (768 * 768 + 768)), 'Q': x.shape,\n"
+         "         'Q_heads': torch.Size([4, 12, 9, 64]), 'weights': [4, 12, 9, 9], 'head_outputs': (4, 12, 9, d_h),\n"
+         "         'concat': (4, 9, 768), 'output': x.shape}"),
+    ],
 }

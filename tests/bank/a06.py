@@ -96,6 +96,9 @@ WRONG = {
          "raised RuntimeError"),
     ],
     "ex3_answer": [
+        ("no residual around attention",
+         _block(pre=_PRE.replace("x = x + sa(", "x = sa("), post=_POST.replace("self.norm1(x + sa(x))", "self.norm1(sa(x))")),
+         "attention sublayer does not"),
         ("wirings swapped",
          _block(pre="        if not self.norm_first:\n            x = x + sa(self.norm1(x))\n"
                     "            return x + ff(self.norm2(x))\n"), "-norm wiring; norm_first="),
@@ -124,4 +127,16 @@ CHECKS = {
     "ex1_answer": ("check_layer_norm_by_hand", "by_hand"),
     "ex2_answer": ("check_layer_norm", "layer_norm"),
     "ex3_answer": ("check_encoder_block", "EncoderBlock"),
+}
+
+RIGHT = {
+    "ex1_answer": [
+        ("numpy", "import numpy as np\nx = np.array([1.0, 5.0, 2.0, 8.0])\nmean, variance = x.mean(), x.var()\n"
+         "z = (x - mean) / np.sqrt(variance)\n"
+         "by_hand = {'mean': mean, 'variance': variance, 'z': z, 'y': np.array([1, 2, 1, 2]) * z + [0, 0, 1, 1]}"),
+        ("torch", "x = torch.tensor([1.0, 5.0, 2.0, 8.0])\nmean, variance = x.mean(), x.var(unbiased=False)\n"
+         "z = (x - mean) / variance.sqrt()\n"
+         "by_hand = {'mean': mean, 'variance': variance, 'z': z, 'y': torch.tensor([1, 2, 1, 2]) * z "
+         "+ torch.tensor([0, 0, 1, 1])}"),
+    ],
 }

@@ -40,6 +40,7 @@ WRONG = {
     ],
     "ex3_answer": [
         ("input and labels swapped", "def teacher_forcing(tgt):\n    return tgt[:, 1:], tgt[:, :-1]", "swapped"),
+        ("labels not shifted", "def teacher_forcing(tgt):\n    return tgt[:, :-1], tgt[:, :-1]", "copy the token"),
         ("no shift", "def teacher_forcing(tgt):\n    return tgt, tgt", "nothing was shifted"),
         ("shifted along the batch", "def teacher_forcing(tgt):\n    return tgt[:-1], tgt[1:]", "batch dimension"),
         ("only the decoder input", "def teacher_forcing(tgt):\n    return tgt[:, :-1]", "pair"),
@@ -58,6 +59,9 @@ WRONG = {
          "def padding_mask(ids, pad_id):\n    return (ids != pad_id)[:, None, :].long()", "dtype"),
     ],
     "ex5_answer": [
+        ("causal part without its diagonal",
+         "import torch\ndef causal_padding_mask(ids, pad_id):\n    s = ids.shape[1]\n"
+         "    return torch.ones(s, s, dtype=torch.bool).tril(diagonal=-1) & padding_mask(ids, pad_id)", "diagonal"),
         ("causal only",
          "import torch\ndef causal_padding_mask(ids, pad_id):\n    b, s = ids.shape\n"
          "    return torch.ones(s, s, dtype=torch.bool).tril().expand(b, s, s)", "padding is missing"),
@@ -114,4 +118,11 @@ CHECKS = {
     "ex4_answer": ("check_padding_mask", "padding_mask"),
     "ex5_answer": ("check_causal_padding_mask", "causal_padding_mask"),
     "ex6_answer": ("check_masked_attention", "masked_attention"),
+}
+
+RIGHT = {
+    "ex1_answer": [
+        ("a tensor", "weights = torch.tensor([2.0, 1.0, float('-inf'), float('-inf')]).softmax(-1)"),
+        ("a numpy array", "import numpy as np\ne = np.exp([2.0, 1.0, -np.inf, -np.inf])\nweights = e / e.sum()"),
+    ],
 }

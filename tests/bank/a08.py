@@ -135,3 +135,19 @@ CHECKS = {
     "ex2_answer": ("check_cross_attention", "cross_attention"),
     "ex3_answer": ("check_decoder_block_layer", "DecoderBlock"),
 }
+
+RIGHT = {
+    "ex1_answer": [
+        ("numpy ints", "import numpy as np\n"
+         "answer = {'Q': tuple(np.array([2, 2, 6, 4])), 'K': tuple(np.array([2, 2, 5, 4])), 'V': (2, 2, 5, 4),\n"
+         "          'weights': torch.Size([2, 2, 6, 5]), 'output': (np.int64(2), 6, 8),\n"
+         "          'Q from': 'decoder', 'K from': 'encoder', 'V from': 'encoder'}"),
+    ],
+    "ex3_answer": [
+        ("residuals added in place (x += ...)",
+         _BLOCK_HEAD + "        x += self.self_attn(x, x, x, attn_mask=am, need_weights=False)[0]\n"
+         "        z = self.norm1(x)\n"
+         "        z = self.norm2(z + " + _CA + ")\n"
+         "        return self.norm3(z + " + _FF + ")\n"),
+    ],
+}

@@ -55,6 +55,12 @@ WRONG = {
     ],
     "ex2_answer": [
         ("padding counted", _LOSS_HEAD + _NLL + "    return nll.mean()", "padding"),
+        ("mean per sentence, then over the batch",
+         _LOSS_HEAD + _NLL + "    real = labels != pad_id\n    return ((nll * real).sum(1) / real.sum(1)).mean()",
+         "each sentence's mean"),
+        ("softmax where log_softmax belongs",
+         _LOSS_HEAD + "    nll = -logits.softmax(-1).gather(-1, labels[..., None])[..., 0]\n"
+         "    return nll[labels != pad_id].mean()", "-log p(label)"),
         ("divided by every position",
          _LOSS_HEAD + _NLL + "    return (nll * (labels != pad_id)).sum() / nll.numel()", "number of real labels"),
         ("the sum", _LOSS_HEAD + _NLL + "    return nll[labels != pad_id].sum()", "sum"),
@@ -184,3 +190,22 @@ CHECKS = {
     "ex3_answer": ("check_greedy_decoding", "greedy_decode"),
     "ex4_answer": ("check_tied_output_head", "OutputHead"),
 }
+
+RIGHT = {
+    "ex1_answer": [
+        ("numpy", "import numpy as np\nz = np.array([1.0, 2.0, 0.0, -0.5])\nprobs = np.exp(z) / np.exp(z).sum()\n"
+         "word = ['einen', 'Brot', 'gegessen', '<eos>'][int(np.argmax(probs))]\nloss = -np.log(probs[0])" + _HAND),
+        ("torch", "z = torch.tensor([1.0, 2.0, 0.0, -0.5])\nprobs = z.softmax(-1)\n"
+         "word = ['einen', 'Brot', 'gegessen', '<eos>'][probs.argmax()]\nloss = -probs[0].log()" + _HAND),
+    ],
+    "ex3_answer": [
+        ("ids as 0-d tensors", _GREEDY_HEAD + "    ids = list(prefix)\n    for _ in range(max_new_tokens):\n"
+         "        nxt = next_logits(ids).argmax()\n        ids.append(nxt)\n        if nxt == eos_id:\n"
+         "            break\n    return ids\n"),
+        ("a tensor of ids", _GREEDY_HEAD + "    ids = torch.tensor(prefix)\n    for _ in range(max_new_tokens):\n"
+         "        nxt = next_logits(ids.tolist()).argmax()\n        ids = torch.cat([ids, nxt[None]])\n"
+         "        if nxt == eos_id:\n            break\n    return ids\n"),
+    ],
+}
+
+KEEPS_INPUTS = {"ex2_answer": "changed labels", "ex3_answer": "changed the prefix"}

@@ -119,3 +119,20 @@ CHECKS = {
     "ex2_answer": ("check_train_step", "train_step"),
     "ex3_answer": ("check_translator", "Translator"),
 }
+
+RIGHT = {
+    "ex1_answer": [
+        ("numpy counts", "import numpy as np\n" + _counts(enc="np.int64(att + ffn + 2 * ln)",
+                                                        dec="np.int64(2 * att + ffn + 3 * ln)")),
+        ("float counts", _counts(enc="float(att + ffn + 2 * ln)", model="torch.tensor(v * d + n * (enc + dec))")),
+    ],
+    "ex2_answer": [
+        ("padding relabelled on a copy of the labels",
+         _step(split="tgt[:, :-1], tgt[:, 1:].clone()\n    labels[labels == pad_id] = -100",
+               loss_args=", ignore_index=-100, label_smoothing=label_smoothing")),
+        ("the loss as a numpy float", _step(ret="np.float32(loss.item())")
+         .replace("import torch.nn.functional as F", "import numpy as np\nimport torch.nn.functional as F")),
+    ],
+}
+
+KEEPS_INPUTS = {"ex2_answer": "changed", "ex3_answer": "changed"}

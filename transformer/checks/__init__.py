@@ -3,7 +3,9 @@
 :mod:`transformer.checks.core` holds the machinery (``compare``, the layered
 report and :class:`~transformer.checks.core.Mistake`);
 :mod:`transformer.checks.references` the seeded references that the module
-exercises are compared with; one module per chapter (``ch04`` for chapter 4)
+exercises are compared with; :mod:`~transformer.checks.answers` the helpers that read
+an answer (counts, ids); :mod:`~transformer.checks.earlier` the pointer back to a broken
+earlier answer that a later exercise calls; one module per chapter (``ch04`` for chapter 4)
 holds that chapter's checks, and :mod:`transformer.checks.mistakes` the known
 mistakes of every exercise, as data. Every check is re-exported here, so an
 exercise notebook can write ``from transformer.checks import check_attention``;

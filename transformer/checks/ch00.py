@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from numbers import Real
 
-import numpy as np
 import torch
 from torch import nn
 
 from ..attention import scaled_dot_product_attention
 from . import references
-from .core import Mistake, call, compare, fail, outputs, report, require_keys
+from .core import Mistake, as_number, call, compare, fail, outputs, report, require_keys
 from .mistakes.ch00 import ATTEND_MISTAKES, ELMAN_MISTAKES
 
 __all__ = ["check_recurrence_by_hand", "check_attend", "check_elman_rnn", "RECURRENCE_KEYS"]
@@ -24,17 +22,6 @@ SURVIVAL_TOLERANCE = 1e-3
 RECURRENCE_KEYS = ("rnn_steps", "attention_steps", "rnn_path", "attention_path", "survives")
 
 
-def _number(value):
-    """A plain float from an int, float, numpy scalar or one-element tensor; None for anything else."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, torch.Tensor):
-        return float(value) if value.numel() == 1 else None
-    if isinstance(value, (Real, np.number)):
-        return float(value)
-    return None
-
-
 def check_recurrence_by_hand(answers) -> None:
     """Steps and paths of an RNN and of self-attention for 21 words, and 0.9 ** 20."""
     __tracebackhide__ = True
@@ -42,7 +29,7 @@ def check_recurrence_by_hand(answers) -> None:
     require_keys(name, answers, RECURRENCE_KEYS)
     values = {}
     for key in RECURRENCE_KEYS:
-        values[key] = _number(answers[key])
+        values[key] = as_number(answers[key])
         if values[key] is None:
             fail(f"✗ {name}", [f"{key}: expected a number, got {type(answers[key]).__name__}"])
         if not math.isfinite(values[key]):

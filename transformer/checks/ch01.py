@@ -8,7 +8,8 @@ from collections.abc import Callable
 import torch
 
 from ..tokenization import SPECIAL_TOKENS, Vocabulary, WordTokenizer, count_pairs, merge_pair
-from .core import Mistake, call, compare, fail, outputs, report, require_keys, values_of
+from .answers import dict_problems, plain_counts, show
+from .core import Mistake, as_int, call, compare, fail, outputs, report, require_keys, values_of
 from .mistakes.ch01 import COUNT_PAIRS_MISTAKES, MERGE_PAIR_MISTAKES, WORD_TOKENIZER_MISTAKES
 
 __all__ = ["check_tokens_by_hand", "check_count_pairs", "check_merge_pair", "check_word_tokenizer",
@@ -19,11 +20,6 @@ BY_HAND_VOCAB = ("<pad>", "<sos>", "<eos>", "<unk>", "a", "an", "apple", "ate", 
 BY_HAND_SENTENCES = {"ids_apple": "<sos> I ate an apple <eos>", "ids_banana": "you ate a banana"}
 BY_HAND_IDS = (1, 10, 7, 4, 9, 2, 0, 0)
 BY_HAND_KEYS = ("ids_apple", "ids_banana", "text")
-
-
-def _show(value, limit: int = 60) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _by_hand_expected() -> dict:
@@ -91,22 +87,6 @@ def _pairs_cases():
     return [("five words", words), ("no pairs", {("a",): 3, ("lo",): 1}), ("empty", {})]
 
 
-def _plain_dict(name: str, got) -> tuple[dict | None, list[str]]:
-    """``got`` as a dict of pair -> count without zero counts, or the problems with it."""
-    if not isinstance(got, dict):
-        return None, [f"{name}: expected a dict (or Counter) from pairs (a, b) to counts, got {type(got).__name__}"]
-    for key, value in got.items():
-        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(s, str) for s in key)):
-            lines = [f"{name}: every key must be a pair of symbols (a, b), a tuple of two str; "
-                     f"got the key {_show(key)}"]
-            if isinstance(key, str):
-                lines.append("Hint: keep the pair as a tuple (a, b); do not join it into one string.")
-            return None, lines
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-            return None, [f"{name}: every count must be a whole number, got {_show(value)} for {key}"]
-    return {k: int(v) for k, v in got.items() if v}, []
-
-
 def check_count_pairs(fn: Callable) -> None:
     """``fn(words)`` for ``words = {(symbol, ...): frequency}`` must count each adjacent pair, weighted by frequency."""
     __tracebackhide__ = True
@@ -115,11 +95,11 @@ def check_count_pairs(fn: Callable) -> None:
         got = call(fn, (given,), f"count_pairs ({case})")
         if given != words:
             fail(f"✗ count_pairs ({case})", ["count_pairs changed its input; only read it"])
-        got, problems = _plain_dict(f"count_pairs ({case})", got)
+        got, problems = plain_counts(f"count_pairs ({case})", got)
         if problems:
             report(f"count_pairs ({case})", problems)
         expected = dict(count_pairs(words))
-        problems = _dict_problems(got, expected, "pair")
+        problems = dict_problems(got, expected, "pair")
         if problems:
             for hint, wrong in outputs(COUNT_PAIRS_MISTAKES, words).items():
                 if got == wrong:
@@ -127,21 +107,6 @@ def check_count_pairs(fn: Callable) -> None:
                     break
             report(f"count_pairs ({case})", problems)
     report("count_pairs", [])
-
-
-def _dict_problems(got: dict, expected: dict, what: str) -> list[str]:
-    """How ``got`` differs from ``expected``, naming only keys of ``got`` (never an expected value)."""
-    problems = []
-    wrong = [k for k in got if k in expected and got[k] != expected[k]]
-    extra = [k for k in got if k not in expected]
-    missing = [k for k in expected if k not in got]
-    if wrong:
-        problems.append(f"{len(wrong)} {what}(s) with a wrong count, e.g. {', '.join(map(str, wrong[:3]))}")
-    if extra:
-        problems.append(f"{len(extra)} {what}(s) that should not be there, e.g. {', '.join(map(str, extra[:3]))}")
-    if missing:
-        problems.append(f"{len(missing)} {what}(s) missing")
-    return problems
 
 
 # ---------------------------------------------------------------- one merge step
@@ -171,7 +136,7 @@ def check_merge_pair(fn: Callable) -> None:
                                f"got {type(got).__name__}"])
         bad = [k for k in got if not (isinstance(k, tuple) and all(isinstance(s, str) for s in k))]
         if bad:
-            lines = [f"every key must be a word as a tuple of symbols (str); got the key {_show(bad[0])}"]
+            lines = [f"every key must be a word as a tuple of symbols (str); got the key {show(bad[0])}"]
             if isinstance(bad[0], str):
                 lines.append("Hint: keep the words as tuples of symbols, e.g. ('lo', 'w'), not strings.")
             fail(f"✗ {name}", lines)
@@ -185,7 +150,7 @@ def check_merge_pair(fn: Callable) -> None:
                             f"e.g. {wrong_words[0]}")
         extra = [k for k in got if k not in expected]
         if extra and not wrong_words:
-            problems.append(f"{len(extra)} entry(ies) that should not be there, e.g. {_show(extra[0])}")
+            problems.append(f"{len(extra)} entry(ies) that should not be there, e.g. {show(extra[0])}")
         freq = [k for k in got if k in expected and got[k] != expected[k]]
         if freq:
             problems.append(f"{len(freq)} word(s) with a wrong frequency, e.g. {freq[0]}")
@@ -217,7 +182,7 @@ def _check_vocabulary(tok, ours: WordTokenizer, texts: list[str]) -> None:
     name = _TOKENIZER
     itos = tok.itos
     if not isinstance(itos, list) or not all(isinstance(t, str) for t in itos):
-        fail(f"✗ {name}.itos", [f"expected a list of str (token of each id), got {_show(itos)}"])
+        fail(f"✗ {name}.itos", [f"expected a list of str (token of each id), got {show(itos)}"])
     if itos != ours.vocab.itos:
         problems = []
         if len(itos) != len(ours.vocab.itos):
@@ -255,9 +220,9 @@ def _check_encode(tok, ours: WordTokenizer, texts: list[str]) -> None:
             fail(f"✗ {name}.encode({text!r}) raised {type(exc).__name__}: {exc}",
                  ["fix the error above, then run this cell again"])
         expected = ours.encode(text)
-        if isinstance(got, list) and got == expected:
+        if isinstance(got, list) and [as_int(i) for i in got] == expected:
             continue
-        if not isinstance(got, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in got):
+        if not isinstance(got, list) or not all(as_int(i) is not None for i in got):
             kind = type(got).__name__ if not isinstance(got, list) else "a list with non-int items"
             report(f"{name}.encode({text!r})", [f"expected a list of int ids, got {kind}"])
         wrong_ids = outputs(WORD_TOKENIZER_MISTAKES, texts, text, run=_encoded)

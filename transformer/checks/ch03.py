@@ -14,8 +14,9 @@ from ..positional import (
     shift_matrix,
     sinusoidal_encoding,
 )
-from .core import Mistake, as_tensor, call, compare, fail, outputs, report, values_of
+from .core import CheckFailed, Mistake, as_tensor, call, compare, fail, outputs, report, values_of
 from .mistakes.ch03 import (
+    ODD_D_MODEL_HINT,
     RELATIVE_BIAS_MISTAKES,
     ROPE_MISTAKES,
     SHIFT_MATRIX_MISTAKES,
@@ -161,23 +162,45 @@ def _built_and_run(cls, d_model: int, max_len: int, x: torch.Tensor) -> torch.Te
     return cls(d_model, max_len)(x)
 
 
-def check_sinusoidal_module(cls: Callable, seed: int = 0) -> None:
-    """``cls(d_model, max_len)`` adds the sinusoidal table: ``(batch, seq, d_model)`` in and out."""
+def _runs_with_even(cls: Callable, d: int, max_len: int) -> bool:
+    """True when ``cls`` builds and runs with the even ``d_model`` next to ``d``."""
+    try:
+        cls(d + 1, max_len)(torch.zeros(1, 2, d + 1))
+    except Exception:  # noqa: BLE001 - only asked to recognise a mistake
+        return False
+    return True
+
+
+def _built_and_run_on(cls: Callable, d: int, max_len: int, x: torch.Tensor, name: str):
+    """The student's module and its output on ``x``, or feedback: an error that only an odd d_model causes is named."""
     __tracebackhide__ = True
-    g = torch.Generator().manual_seed(seed)
-    for d, max_len, seq in ((6, 20, 7), (5, 10, 4), (16, 64, 50)):
-        name = f"SinusoidalPositionalEncoding({d}, max_len={max_len})"
-        module = call(cls, (d, max_len), name)
+    try:
+        module = cls(d, max_len)
         if not isinstance(module, nn.Module):
             fail(f"✗ {name}", [f"expected an instance of torch.nn.Module, got {type(module).__name__}"])
         trainable = [n for n, p in module.named_parameters() if p.requires_grad]
         if trainable:
             fail(f"✗ {name}", [f"the table is fixed, but the module has trainable parameters: {trainable}",
                                "Hint: store it with self.register_buffer('table', ...), not as nn.Parameter"])
+        got = module(x.clone())
+    except CheckFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any error in student code is feedback
+        lines = ["fix the error above, then run this cell again"]
+        if d % 2 and _runs_with_even(cls, d, max_len):
+            lines.append(f"Hint: {ODD_D_MODEL_HINT}")
+        fail(f"✗ {name} raised {type(exc).__name__}: {exc}", lines)
+    return got.detach() if isinstance(got, torch.Tensor) else got
+
+
+def check_sinusoidal_module(cls: Callable, seed: int = 0) -> None:
+    """``cls(d_model, max_len)`` adds the sinusoidal table: ``(batch, seq, d_model)`` in and out."""
+    __tracebackhide__ = True
+    g = torch.Generator().manual_seed(seed)
+    for d, max_len, seq in ((6, 20, 7), (5, 10, 4), (16, 64, 50)):
+        name = f"SinusoidalPositionalEncoding({d}, max_len={max_len})"
         x = torch.randn(2, seq, d, generator=g)
-        got = call(module, (x.clone(),), f"{name}.forward (x of shape (2, {seq}, {d}))")
-        if isinstance(got, torch.Tensor):
-            got = got.detach()
+        got = _built_and_run_on(cls, d, max_len, x, f"{name} on x of shape (2, {seq}, {d})")
         expected = SinusoidalPositionalEncoding(d, max_len)(x).double()
         mistakes = outputs(SINUSOIDAL_MODULE_MISTAKES, d, max_len, x, run=_built_and_run)
         report_name = f"{name} on x of shape (2, {seq}, {d})"

@@ -10,6 +10,7 @@ import torch
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask
 from .core import Mistake, call, compare, fail, outputs, report, values_of
+from .earlier import builds_on
 from .mistakes.ch04 import ATTENTION_MISTAKES, CAUSAL_MASK_MISTAKES, SELF_ATTENTION_MISTAKES
 
 __all__ = ["check_flying_arrows", "check_attention", "check_causal_mask", "check_self_attention",
@@ -94,6 +95,7 @@ def check_causal_mask(fn: Callable) -> None:
     report("causal_mask", [])
 
 
+@builds_on(("attention", "exercise 2"))
 def check_self_attention(fn: Callable, seed: int = 0) -> None:
     """``fn(x, W_q, W_k, W_v)``: project ``x (batch, seq, d_model)`` with ``X W`` and attend (atol 1e-5)."""
     __tracebackhide__ = True

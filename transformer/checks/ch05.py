@@ -9,7 +9,8 @@ from torch import nn
 
 from ..multihead import merge_heads, split_heads
 from . import references
-from .core import Mistake, call, compare, fail, outputs, report, require_keys
+from .core import Mistake, as_int, as_number, call, compare, fail, outputs, report, require_keys
+from .earlier import builds_on
 from .mistakes.ch05 import MERGE_HEADS_MISTAKES, MHA_MISTAKES, SPLIT_HEADS_MISTAKES
 
 __all__ = ["check_head_arithmetic", "check_split_heads", "check_merge_heads", "check_multihead_attention"]
@@ -86,9 +87,9 @@ def check_head_arithmetic(answer) -> None:
     expected = _head_arithmetic()
     problems: list[str] = []
     for key in ("d_h", "n_params"):
-        got = answer[key]
-        if isinstance(got, bool) or not isinstance(got, (int, float)):
-            problems.append(f"answer['{key}']: expected a number, got {type(got).__name__}")
+        got = as_number(answer[key])
+        if got is None:
+            problems.append(f"answer['{key}']: expected a number, got {type(answer[key]).__name__}")
         elif got != expected[key]:
             problems.append(f"answer['{key}'] is wrong")
             hint = _hint(key, got)
@@ -96,9 +97,8 @@ def check_head_arithmetic(answer) -> None:
                 problems.append(f"Hint: {hint}")
     for key in HEAD_ARITHMETIC_KEYS[2:]:
         got, want = answer[key], expected[key]
-        try:
-            got_t = tuple(int(s) for s in got)
-        except (TypeError, ValueError):
+        got_t = tuple(as_int(s) for s in got) if isinstance(got, (tuple, list, torch.Size)) else (None,)
+        if None in got_t:
             problems.append(f"answer['{key}']: expected a shape as a tuple of ints, e.g. (2, 3), "
                             f"got {type(got).__name__}")
             continue
@@ -197,6 +197,7 @@ def _run(cls, theirs: nn.MultiheadAttention, args: tuple) -> torch.Tensor:
     return module(*args)
 
 
+@builds_on(("split_heads", "exercise 2"), ("merge_heads", "exercise 3"))
 def check_multihead_attention(cls: Callable, seed: int = 0) -> None:
     """``cls(d_model, n_heads)`` with ``w_q, w_k, w_v, w_o``; ``forward(x, memory=None)`` equals
     ``nn.MultiheadAttention(batch_first=True)`` with the same weights (atol 1e-5)."""

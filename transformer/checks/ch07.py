@@ -9,7 +9,8 @@ import torch
 
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask, causal_padding_mask, padding_mask
-from .core import Mistake, as_tensor, call, compare, fail, outputs, report, values_of
+from .core import Mistake, as_tensor, backward, call, compare, fail, outputs, report, values_of
+from .earlier import builds_on
 from .mistakes.ch07 import (
     CAUSAL_PADDING_MISTAKES,
     MASKED_ATTENTION_MISTAKES,
@@ -102,6 +103,11 @@ def _targets() -> list[tuple[str, torch.Tensor]]:
     return [("one sentence", one), ("a padded batch", two), ("three short targets", three)]
 
 
+def _same(got, wrong: torch.Tensor) -> bool:
+    t = as_tensor(got)
+    return t is not None and t.shape == wrong.shape and torch.equal(t.double(), wrong.double())
+
+
 def check_teacher_forcing_shift(fn: Callable) -> None:
     """``fn(tgt)`` returns ``(decoder_input, labels)``, both ``(batch, T - 1)``."""
     __tracebackhide__ = True
@@ -115,7 +121,8 @@ def check_teacher_forcing_shift(fn: Callable) -> None:
         dims = ("batch", "seq")
         wrong_pairs = outputs(TEACHER_FORCING_MISTAKES, tgt)
         for i, (what, value, expected) in enumerate((("decoder input", got[0], dec_in), ("labels", got[1], labels))):
-            mistakes = {hint: pair[i] for hint, pair in wrong_pairs.items()}
+            # a known mistake is named only when the other half of the pair is the mistake's too
+            mistakes = {hint: pair[i] for hint, pair in wrong_pairs.items() if _same(got[1 - i], pair[1 - i])}
             problems = compare(value, expected, dims, dtype=tgt.dtype, mistakes=mistakes, what=what)
             if problems:
                 report(f"teacher_forcing ({case})", problems)
@@ -148,6 +155,7 @@ def check_padding_mask(fn: Callable) -> None:
 # ----------------------------------------------------------------------------- exercise 5
 
 
+@builds_on(("padding_mask", "exercise 4"))
 def check_causal_padding_mask(fn: Callable) -> None:
     """``fn(ids, pad_id)`` returns the ``(batch, seq, seq)`` bool mask of a decoder's self-attention."""
     __tracebackhide__ = True
@@ -210,10 +218,10 @@ def check_masked_attention(fn: Callable, seed: int = 0) -> None:
     q, k, v, mask = _masked_attention_cases(seed)[1][1]
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
     out = call(fn, (*leaves, mask), "masked_attention (backward pass)")
-    if not out.requires_grad:
+    if not isinstance(out, torch.Tensor) or not out.requires_grad:
         fail("✗ masked_attention (backward pass)",
              ["the output does not depend on q, k and v through autograd; compute it with torch operations"])
-    (out * torch.linspace(-1, 1, out.numel()).view(out.shape)).sum().backward()
+    backward((out * torch.linspace(-1, 1, out.numel()).view(out.shape)).sum(), "masked_attention (backward pass)")
     bad = [name for name, t in zip("qkv", leaves) if t.grad is None or not bool(torch.isfinite(t.grad).all())]
     if bad:
         fail("✗ masked_attention (backward pass)",

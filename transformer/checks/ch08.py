@@ -14,7 +14,7 @@ from ..config import TransformerConfig
 from ..interop import copy_decoder_block
 from ..masks import causal_mask, padding_mask
 from . import references
-from .core import Mistake, call, compare, fail, outputs, report, require_keys
+from .core import Mistake, as_int, call, compare, fail, outputs, report, require_keys
 from .mistakes.ch08 import CROSS_ATTENTION_MISTAKES, DECODER_BLOCK_MISTAKES
 
 __all__ = ["check_cross_shapes", "check_cross_attention", "check_decoder_block_layer", "CROSS_SHAPES_SETTING"]
@@ -87,8 +87,8 @@ def _hint(part: str, wrong) -> str | None:
 def _as_shape(value):
     if isinstance(value, torch.Size):
         return tuple(value)
-    if isinstance(value, (tuple, list)) and all(isinstance(s, int) and not isinstance(s, bool) for s in value):
-        return tuple(value)
+    if isinstance(value, (tuple, list)) and all(as_int(s) is not None for s in value):
+        return tuple(as_int(s) for s in value)
     return None
 
 

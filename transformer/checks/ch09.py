@@ -10,7 +10,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import references
-from .core import Mistake, call, compare, fail, outputs, report, values_of
+from .answers import CountedCalls, as_ids
+from .core import Mistake, call, call_keeping, compare, fail, outputs, report, values_of
 from .mistakes.ch09 import GREEDY_MISTAKES, MASKED_CROSS_ENTROPY_MISTAKES, OUTPUT_HEAD_MISTAKES, Greedy
 
 __all__ = ["check_output_by_hand", "check_masked_cross_entropy", "check_greedy_decoding",
@@ -110,8 +111,10 @@ def check_masked_cross_entropy(fn: Callable) -> None:
     """``fn(logits (batch, T, vocab), labels (batch, T), pad_id)``: mean ``-log p(label)`` over non-pad labels."""
     __tracebackhide__ = True
     for case, logits, labels, pad_id in _loss_cases(0):
-        x = logits.clone().requires_grad_(True)
-        got = call(fn, (x, labels.clone(), pad_id), f"masked_cross_entropy ({case})")
+        x, given = logits.clone().requires_grad_(True), labels.clone()
+        got = call_keeping(fn, (x, given, pad_id), f"masked_cross_entropy ({case})", {"labels": (given, labels)}, [
+            "the labels of a batch come back in the next epoch, so {what} must stay as it was given",
+            "Hint: read the labels, don't write into them: a boolean mask labels != pad_id selects the real ones."])
         expected = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=pad_id)
         problems = compare(got, expected, (), atol=1e-5, rtol=1e-4,
                            mistakes=outputs(MASKED_CROSS_ENTROPY_MISTAKES, logits, labels, pad_id),
@@ -127,79 +130,20 @@ def check_masked_cross_entropy(fn: Callable) -> None:
 
 # ----------------------------------------------------------------- exercise 3
 
-def _german_table() -> torch.Tensor:
-    """The chapter's bigram toy: logits of the next token (column) after the previous token (row).
-
-    Ids: <pad> 0, <sos> 1, <eos> 2, <unk> 3, Ich 4, habe 5, einen 6, Apfel 7, gegessen 8, Brot 9.
-    """
-    table = torch.zeros(10, 10)
-    table[:, [0, 1, 3]] = -2.0
-    for prev, nxt, logit in [(1, 4, 4), (4, 5, 4), (5, 6, 3), (5, 9, 2.5), (5, 8, 1), (6, 7, 4), (6, 9, 1),
-                             (7, 8, 4), (7, 2, 1), (9, 8, 4), (9, 2, 1), (8, 2, 5), (2, 2, 5)]:
-        table[prev, nxt] += logit
-    return table
-
-
-def _history_model(seed: int, vocab: int = 12, eos_id: int = 2):
-    """Next-token logits that depend on the last two tokens and the length; they never favour eos."""
-    g = torch.Generator().manual_seed(seed)
-    a, b = torch.randn(vocab, vocab, generator=g), torch.randn(vocab, vocab, generator=g)
-    c = torch.randn(16, vocab, generator=g)
-    a[:, eos_id] = b[:, eos_id] = c[:, eos_id] = -10.0
-
-    def next_logits(ids):
-        prev = ids[-2] if len(ids) > 1 else 0
-        return a[ids[-1]] + b[prev] + c[len(ids) % 16]
-    return next_logits
-
-
-class _Counted:
-    """Wrap a next-token function: count the calls, pass plain ints, stop a runaway loop."""
-
-    def __init__(self, fn, limit: int = 200):
-        self.fn, self.calls, self.limit = fn, 0, limit
-
-    def __call__(self, ids):
-        self.calls += 1
-        if self.calls > self.limit:
-            fail("✗ greedy_decode", [f"called next_logits more than {self.limit} times: does your loop stop "
-                                      "at eos_id and after max_new_tokens new tokens?"])
-        try:
-            items = ids if isinstance(ids, (list, tuple)) else torch.as_tensor(ids).flatten().tolist()
-            seq = [int(i) for i in items]
-        except (TypeError, ValueError, RuntimeError):
-            fail("✗ greedy_decode", [f"next_logits expects the list of ids so far, got {type(ids).__name__}"])
-        if not seq:
-            fail("✗ greedy_decode", ["next_logits was called with an empty sequence; pass the prefix and the "
-                                     "tokens generated so far"])
-        return self.fn(seq)
-
-
-def _as_ids(got):
-    if isinstance(got, torch.Tensor):
-        return got.detach().flatten()
-    if isinstance(got, (list, tuple)):
-        try:
-            return torch.tensor([int(i) for i in got], dtype=torch.float64)
-        except (TypeError, ValueError, RuntimeError):
-            return got
-    return got
-
-
 def check_greedy_decoding(fn: Callable) -> None:
     """``fn(next_logits, prefix, eos_id, max_new_tokens)`` -> the prefix followed by the greedy tokens."""
     __tracebackhide__ = True
-    table = _german_table()
+    table = references.german_table()
     cases = [
         ("the chapter's bigram toy", lambda ids: table[ids[-1]], [1], 2, 10),
         ("a prefix of three tokens", lambda ids: table[ids[-1]], [1, 4, 5], 2, 10),
-        ("a longer prefix, and eos never comes", _history_model(2), [1, 5, 7, 3], 2, 4),
-        ("a model that never says eos", _history_model(1), [1], 2, 6),
+        ("a longer prefix, and eos never comes", references.history_model(2), [1, 5, 7, 3], 2, 4),
+        ("a model that never says eos", references.history_model(1), [1], 2, 6),
         ("eos at once", lambda ids: table[ids[-1]], [1, 4, 5, 6, 7, 8], 2, 5),
         ("max_new_tokens=0", lambda ids: table[ids[-1]], [1, 4], 2, 0),
     ]
     for case, model, prefix, eos_id, max_new in cases:
-        counted = _Counted(model)
+        counted = CountedCalls(model)
         given = list(prefix)
         got = call(fn, (counted, given, eos_id, max_new), f"greedy_decode ({case})")
         if given != prefix:
@@ -211,7 +155,7 @@ def check_greedy_decoding(fn: Callable) -> None:
         mistakes = {hint: torch.tensor(ids, dtype=torch.float64) for hint, ids in wrong_ids.items()}
         mistakes = {hint: value for hint, value in mistakes.items()
                     if value.shape != expected.shape or not torch.equal(value, expected)}
-        problems = compare(_as_ids(got), expected, ("position",), atol=0.0, rtol=0.0, mistakes=mistakes,
+        problems = compare(as_ids(got), expected, ("position",), atol=0.0, rtol=0.0, mistakes=mistakes,
                            what=f"ids ({case})")
         if problems:
             report(f"greedy_decode ({case})", problems)

@@ -7,6 +7,7 @@ import math
 import warnings
 from collections.abc import Callable
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -17,8 +18,8 @@ from ..heads import OutputHead
 from ..interop import copy_transformer
 from ..positional import SinusoidalPositionalEncoding, sinusoidal_encoding
 from . import references
-from .core import Mistake, call, compare, fail, outputs, report
-from .mistakes.ch10 import TRAIN_STEP_MISTAKES, TRANSLATOR_MISTAKES, TrainStep
+from .core import Mistake, as_number, call, call_keeping, compare, fail, outputs, report
+from .mistakes.ch10 import CHANGED_BATCH_HINT, TRAIN_STEP_MISTAKES, TRANSLATOR_MISTAKES, TrainStep
 
 __all__ = ["check_parameter_count", "check_train_step", "check_translator", "base_model_counts"]
 
@@ -88,11 +89,9 @@ def check_parameter_count(counts) -> None:
     right = base_model_counts()
     problems = []
     for key in keys:
-        value = counts[key]
-        if isinstance(value, torch.Tensor) and value.numel() == 1:
-            value = value.item()
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            problems.append(f"{key}: expected a number, got {type(value).__name__}")
+        value = as_number(counts[key])
+        if value is None:
+            problems.append(f"{key}: expected a number, got {type(counts[key]).__name__}")
             continue
         if not math.isfinite(value):
             problems.append(f"{key}: expected a finite number, got {value}")
@@ -135,6 +134,14 @@ def _two_steps(step, start, src, tgt, pad_id, smoothing) -> tuple[torch.Tensor, 
     return torch.tensor(losses), torch.cat([p.detach().flatten() for p in model.parameters()])
 
 
+def _keeping_the_batch(fn: Callable, args: tuple, name: str, given: tuple, originals: tuple):
+    """``fn(*args)``, failing when it changed the batch ``given = (src, tgt)`` in place: it comes back next epoch."""
+    __tracebackhide__ = True
+    return call_keeping(fn, args, name, {"src": (given[0], originals[0]), "tgt": (given[1], originals[1])},
+                        ["the same batch comes back in the next epoch, so {what} must stay as it was given",
+                         f"Hint: {CHANGED_BATCH_HINT}"])
+
+
 def check_train_step(fn: Callable, seed: int = 0) -> None:
     """``fn(model, optimizer, src, tgt, pad_id, label_smoothing) -> float``: one teacher-forced step (atol 1e-5)."""
     __tracebackhide__ = True
@@ -143,14 +150,15 @@ def check_train_step(fn: Callable, seed: int = 0) -> None:
     start = references.translator(seed)
     student = copy.deepcopy(start)
     optimizer = torch.optim.Adam(student.parameters(), lr=0.01)
-    got = []
+    got, given = [], (src.clone(), tgt.clone())
     for i in range(2):
-        loss = call(fn, (student, optimizer, src, tgt, pad_id, smoothing), f"train_step (step {i + 1})")
+        loss = _keeping_the_batch(fn, (student, optimizer, *given, pad_id, smoothing), f"train_step (step {i + 1})",
+                                  given, (src, tgt))
         if isinstance(loss, torch.Tensor):
             fail("✗ train_step", ["returned a tensor; return the loss as a Python float with loss.item()"])
-        if isinstance(loss, bool) or not isinstance(loss, (int, float)):
+        if as_number(loss) is None or not isinstance(loss, (int, float, np.number)):  # a number, not an array
             fail("✗ train_step", [f"expected the loss as a float, got {type(loss).__name__}"])
-        got.append(float(loss))
+        got.append(float(as_number(loss)))
     expected_losses, expected_params = _two_steps(TrainStep(), start, src, tgt, pad_id, smoothing)
     wrong = outputs(TRAIN_STEP_MISTAKES, start, src, tgt, pad_id, smoothing, run=_two_steps)
     loss_mistakes = {hint: losses for hint, (losses, _) in wrong.items()}
@@ -256,7 +264,8 @@ def check_translator(cls: Callable, seed: int = 0) -> None:
     except (ValueError, AttributeError) as exc:
         fail("✗ Translator", [f"could not copy nn.Transformer's weights into encoder and decoder: {exc}",
                               "build them with Encoder(cfg) and Decoder(cfg)"])
-    got = call(model, (src, tgt), "Translator.forward(src, tgt)")
+    given = (src.clone(), tgt.clone())
+    got = _keeping_the_batch(model, given, "Translator.forward(src, tgt)", given, (src, tgt))
     expected = reference_logits(theirs, e_src, e_tgt, src, tgt)
     mistakes = outputs(TRANSLATOR_MISTAKES, cfg, theirs, e_src, e_tgt, src, tgt, run=_run)
     report("Translator", compare(got, expected, ("batch", "T_d", "vocab"), atol=1e-4, rtol=1e-4, mistakes=mistakes,

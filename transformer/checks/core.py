@@ -21,6 +21,7 @@ and reminds the student that hidden checks run at grading time.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -63,7 +64,8 @@ def outputs(mistakes: Iterable[Mistake], *args, run: Callable[..., Any] | None =
     for mistake in mistakes:
         try:
             with torch.random.fork_rng(devices=[]):
-                out[mistake.hint] = mistake.wrong(*args) if run is None else run(mistake.wrong, *args)
+                copies = own_copies(args)  # a wrong answer may change its inputs: the next one gets them intact
+                out[mistake.hint] = mistake.wrong(*copies) if run is None else run(mistake.wrong, *copies)
         except Exception:  # noqa: BLE001 - e.g. a shape that only fits other inputs
             continue
     return out
@@ -80,11 +82,32 @@ def fail(title: str, lines: Sequence[str]) -> None:
     raise CheckFailed("\n".join([title, *("  " + line for line in lines)]))
 
 
+def as_number(value) -> int | float | None:
+    """A plain Python number from any kind of integer or float: ``int``, ``float``, a numpy scalar, or a
+    one-element array or tensor; None for anything else (bools, strings, complex numbers, longer arrays)."""
+    if isinstance(value, (torch.Tensor, np.ndarray)):
+        if value.size == 1 if isinstance(value, np.ndarray) else value.numel() == 1:
+            value = value.item()
+        else:
+            return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    return int(value) if isinstance(value, (int, np.integer)) else float(value)
+
+
+def as_int(value) -> int | None:
+    """``value`` as an ``int`` when it is a whole number of any kind (see :func:`as_number`), else None."""
+    n = as_number(value)
+    if n is None or not math.isfinite(n) or n != int(n):
+        return None
+    return int(n)
+
+
 def as_tensor(value) -> torch.Tensor | None:
-    """A student's answer as a tensor (from a tensor, an array, a list or a number), or None."""
+    """A student's answer as a tensor (from a tensor, an array, a list or a number of any kind), or None."""
     if isinstance(value, torch.Tensor):
         return value.detach()
-    if isinstance(value, (np.ndarray, list, tuple, float, int, np.floating)) and not isinstance(value, bool):
+    if isinstance(value, (np.ndarray, list, tuple, float, int, np.number)) and not isinstance(value, bool):
         try:
             return torch.as_tensor(np.asarray(value, dtype=np.float64))
         except (TypeError, ValueError):
@@ -162,15 +185,57 @@ def require_keys(name: str, answer, keys: Sequence[str]) -> None:
         fail(f"✗ {name}", [f"answer: missing the key(s) {', '.join(missing)}"])
 
 
-def call(fn: Callable, args: tuple, name: str):
-    """Call the student's function; turn an exception into feedback."""
+def own_copies(args: tuple) -> tuple:
+    """``args`` with every tensor that does not require grad copied: the student's code may change its
+    inputs in place, and the check still has the originals to compute its reference from."""
+    return tuple(a.clone() if isinstance(a, torch.Tensor) and not a.requires_grad else a for a in args)
+
+
+def call(fn: Callable, args: tuple, name: str, copies: bool = True):
+    """Call the student's function on copies of the tensor arguments (see :func:`own_copies`; on the
+    arguments themselves when ``copies`` is False); turn an exception into feedback."""
     __tracebackhide__ = True
     try:
-        return fn(*args)
+        return fn(*(own_copies(args) if copies else args))
     except CheckFailed:
         raise
     except Exception as exc:  # noqa: BLE001 - any error in student code is feedback
         fail(f"✗ {name} raised {type(exc).__name__}: {exc}", ["fix the error above, then run this cell again"])
+
+
+def require_unchanged(name: str, given: dict[str, tuple[torch.Tensor, torch.Tensor]], lines: Sequence[str]) -> None:
+    """Fail, with ``lines``, when the student's code changed an input in place: ``given[what] = (the tensor it
+    was given, a copy kept by the check)``."""
+    __tracebackhide__ = True
+    for what, (seen, original) in given.items():
+        if not torch.equal(seen, original):
+            fail(f"✗ {name} changed {what} in place", [line.format(what=what) for line in lines])
+
+
+def call_keeping(fn: Callable, args: tuple, name: str, kept: dict[str, tuple[torch.Tensor, torch.Tensor]],
+                 lines: Sequence[str]):
+    """Call the student's function on ``args`` themselves, for an exercise that says not to change its inputs:
+    ``kept[what] = (the tensor in args, a copy)``. A change is reported first, even when the code also raised
+    (the change is often why)."""
+    __tracebackhide__ = True
+    try:
+        out = call(fn, args, name, copies=False)
+    except CheckFailed:
+        require_unchanged(name, kept, lines)
+        raise
+    require_unchanged(name, kept, lines)
+    return out
+
+
+def backward(value: torch.Tensor, name: str) -> None:
+    """``value.backward()``; turn an exception into feedback."""
+    __tracebackhide__ = True
+    try:
+        value.backward()
+    except Exception as exc:  # noqa: BLE001 - any error in student code is feedback
+        fail(f"✗ {name}: the backward pass raised {type(exc).__name__}: {str(exc).splitlines()[0][:200]}",
+             ["an in-place change (+=, masked_fill_, x[...] = ...) of a tensor that autograd still needs breaks "
+              "the backward pass; write it out of place (x = x + ..., x.masked_fill(...))"])
 
 
 def report(name: str, problems: list[str]) -> None:

@@ -121,3 +121,29 @@ def transformer(cfg: TransformerConfig, seed: int) -> nn.Transformer:
         for p in theirs.parameters():
             p.add_(0.1 * torch.randn(p.shape, generator=g))
     return theirs.eval()
+
+
+def german_table() -> torch.Tensor:
+    """The chapter's bigram toy: logits of the next token (column) after the previous token (row).
+
+    Ids: <pad> 0, <sos> 1, <eos> 2, <unk> 3, Ich 4, habe 5, einen 6, Apfel 7, gegessen 8, Brot 9.
+    """
+    table = torch.zeros(10, 10)
+    table[:, [0, 1, 3]] = -2.0
+    for prev, nxt, logit in [(1, 4, 4), (4, 5, 4), (5, 6, 3), (5, 9, 2.5), (5, 8, 1), (6, 7, 4), (6, 9, 1),
+                             (7, 8, 4), (7, 2, 1), (9, 8, 4), (9, 2, 1), (8, 2, 5), (2, 2, 5)]:
+        table[prev, nxt] += logit
+    return table
+
+
+def history_model(seed: int, vocab: int = 12, eos_id: int = 2):
+    """Next-token logits that depend on the last two tokens and the length; they never favour eos."""
+    g = torch.Generator().manual_seed(seed)
+    a, b = torch.randn(vocab, vocab, generator=g), torch.randn(vocab, vocab, generator=g)
+    c = torch.randn(16, vocab, generator=g)
+    a[:, eos_id] = b[:, eos_id] = c[:, eos_id] = -10.0
+
+    def next_logits(ids):
+        prev = ids[-2] if len(ids) > 1 else 0
+        return a[ids[-1]] + b[prev] + c[len(ids) % 16]
+    return next_logits

@@ -101,6 +101,9 @@ ROPE_MISTAKES = [
             "pair by t.", lambda x, t: _rope_with(x, t * torch.ones_like(_pair_numbers(x)))),
     Mistake("column number for j", "omega_j = 1 / 10000^(2j/d), with j counting pairs (you used the column number 2j "
             "for j).", lambda x, t: _rope_with(x, t * 10000 ** (-2 * _pair_numbers(x) / x.shape[0]))),
+    Mistake("position t + 1", "every pair is turned one step too far. Positions count from 0, and the token at "
+            "position 0 is not turned at all: the angle is t * omega_j.",
+            lambda x, t: _rope_with(x, (t + 1) * 10000 ** (-_pair_numbers(x) / x.shape[0]))),
 ]
 
 
@@ -168,10 +171,30 @@ class _NothingAdded(nn.Module):
         return x
 
 
+class _OddBreaks(nn.Module):
+    """The table built by slices, every odd column given one angle per pair: fine for an even d_model only."""
+
+    def __init__(self, d_model: int, max_len: int):
+        super().__init__()
+        angles = torch.arange(max_len, dtype=torch.float64)[:, None] / 10000 ** (
+            torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (max_len, ceil(d_model / 2))
+        table = torch.zeros(max_len, d_model, dtype=torch.float64)
+        table[:, 0::2] = angles.sin()
+        table[:, 1::2] = angles.cos()  # one column too many when d_model is odd
+        self.register_buffer("table", table)
+
+    def forward(self, x):
+        return x + self.table[: x.shape[1]]
+
+
+ODD_D_MODEL_HINT = ("it works for an even d_model and breaks for an odd one. Count the columns for d_model = 5: "
+                    "which hold a sine, which a cosine? Is there a cosine for every angle?")
+
 SINUSOIDAL_MODULE_MISTAKES = [
     *(Mistake(m.name, m.hint, _adds(m.wrong)) for m in TABLE_MISTAKES),
     Mistake("the table alone", "the module adds the table to x; you returned the table alone.", _TableAlone),
     Mistake("nothing added", "forgot to add the table: the output is x unchanged.", _NothingAdded),
+    Mistake("odd d_model", ODD_D_MODEL_HINT, _OddBreaks),
     Mistake("the table alone, unbatched", "the module adds the table to x (batch, seq, d_model); you returned the "
             "table alone.", _TableAloneUnbatched),
 ]

@@ -131,6 +131,17 @@ class _CrossFromX(_MultiHeadAttention):
         return super().projections(x, x)
 
 
+class _WeightsTransposed(_MultiHeadAttention):
+    """Each projection written out as ``z @ w.weight + w.bias``, without the transpose."""
+
+    def projections(self, x, source):
+        return (x @ self.w_q.weight + self.w_q.bias, source @ self.w_k.weight + self.w_k.bias,
+                source @ self.w_v.weight + self.w_v.bias)
+
+    def output(self, z):
+        return z @ self.w_o.weight + self.w_o.bias
+
+
 MHA_MISTAKES = [
     Mistake("unscaled", "forgot to divide the scores by sqrt(d_h).", _Unscaled),
     Mistake("scaled by d_model", "divided by sqrt(d_model); each head's scores are dot products of d_h numbers, so "
@@ -149,4 +160,7 @@ MHA_MISTAKES = [
             _QueriesAndKeysSwapped),
     Mistake("cross-attention from x", "in cross-attention the keys and values come from memory, not from x.",
             _CrossFromX),
+    Mistake("weights transposed", "nn.Linear keeps its weight as (out_features, in_features) and computes "
+            "x @ weight.T + bias, so x @ weight uses the matrix transposed. The shapes fit only because the matrix is "
+            "square. Calling the layer, self.w_q(x), applies it the way it was meant.", _WeightsTransposed),
 ]

@@ -119,6 +119,15 @@ class _NormOnTheSublayer(_EncoderBlock):
         return x + self.norm2(self.feed_forward(x))
 
 
+class _NoAttentionResidual(_EncoderBlock):
+    def forward(self, x):
+        if self.norm_first:
+            x = self.attention(self.norm1(x))
+            return x + self.feed_forward(self.norm2(x))
+        x = self.norm1(self.attention(x))
+        return self.norm2(x + self.feed_forward(x))
+
+
 class _ResidualOfTheNormed(_EncoderBlock):
     def kept(self, x, normed):
         return normed
@@ -130,6 +139,9 @@ ENCODER_BLOCK_MISTAKES = [
     Mistake("post-norm wiring", "this is the post-norm wiring; norm_first=True means x = x + Sublayer(Norm(x)).",
             _AlwaysPostNorm),
     Mistake("no residual", "the residual is missing: add each sublayer's input back to its output.", _NoResidual),
+    Mistake("no residual around attention", "the feed-forward sublayer adds its input back, but the attention "
+            "sublayer does not. Both sublayers are wrapped the same way: what goes into a sublayer is added to what "
+            "comes out of it.", _NoAttentionResidual),
     Mistake("no ReLU", "the feed-forward network needs its ReLU between linear1 and linear2.", _NoReLU),
     Mistake("one norm", "each sublayer has its own norm: norm1 for attention, norm2 for the feed-forward network.",
             _OneNorm),

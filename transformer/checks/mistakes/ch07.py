@@ -19,6 +19,9 @@ TEACHER_FORCING_MISTAKES = [
             lambda tgt: (tgt[:, 1:], tgt[:, :-1])),
     Mistake("not shifted", "nothing was shifted: the input drops the last token and the labels drop the first.",
             lambda tgt: (tgt, tgt)),
+    Mistake("labels not shifted", "the labels are the decoder input itself, so position t would learn to copy the "
+            "token it reads. Which token should position t learn to predict? The labels are shifted by one.",
+            lambda tgt: (tgt[:, :-1], tgt[:, :-1])),
     Mistake("shifted along the batch", "shifted along the batch dimension; shift along the sequence (dimension 1).",
             lambda tgt: (tgt[:-1], tgt[1:])),
 ]
@@ -60,6 +63,10 @@ CAUSAL_PADDING_MISTAKES = [
             & _real_keys(ids, pad_id)),
     Mistake("inverted", "inverted: True means 'may attend' in this book.",
             lambda ids, pad_id: ~(_causal(ids) & _real_keys(ids, pad_id))),
+    Mistake("no diagonal", "the diagonal is missing, so no query may attend to its own position (and the first "
+            "query sees no key at all). The past of position t includes t itself: keys 0..t.",
+            lambda ids, pad_id: torch.ones(ids.shape[1], ids.shape[1], dtype=torch.bool).tril(-1)
+            & _real_keys(ids, pad_id)),
 ]
 
 

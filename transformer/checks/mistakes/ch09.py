@@ -38,6 +38,15 @@ MASKED_CROSS_ENTROPY_MISTAKES = [
             lambda logits, labels, pad_id: -logits.gather(-1, labels[..., None])[..., 0][labels != pad_id].mean()),
     Mistake("pad_id 0", "pad_id is hard-coded as 0: leave out the labels equal to the pad_id argument.",
             lambda logits, labels, pad_id: _nll(logits, labels)[labels != 0].mean()),
+    Mistake("mean per sentence", "this is the mean of each sentence's mean: a sentence of 3 real labels then weighs "
+            "as much as one of 30. The loss averages over tokens: every real label of the batch counts once.",
+            lambda logits, labels, pad_id: ((_nll(logits, labels) * (labels != pad_id)).sum(1)
+                                            / (labels != pad_id).sum(1)).mean()),
+    Mistake("softmax for log_softmax", "-p(label) is not the cross-entropy: the loss is -log p(label), which grows "
+            "without bound as p goes to 0. log_softmax gives log p directly (and more accurately than "
+            "softmax().log()).",
+            lambda logits, labels, pad_id: -logits.softmax(-1).gather(-1, labels[..., None])[..., 0][labels != pad_id]
+            .mean()),
 ]
 
 

@@ -78,6 +78,21 @@ class _Summed(TrainStep):
                                label_smoothing=label_smoothing, reduction="sum")
 
 
+class _BatchChanged(TrainStep):
+    def labels(self, tgt):
+        labels = tgt[:, 1:]             # a view of tgt
+        labels[labels == 0] = -100      # writes into tgt itself
+        return labels
+
+    def loss(self, logits, labels, pad_id, label_smoothing):
+        return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=-100,
+                               label_smoothing=label_smoothing)
+
+
+CHANGED_BATCH_HINT = ("a slice such as tgt[:, 1:] is a view that shares tgt's memory: writing into it (labels[...] = "
+                      "..., +=) changes tgt too, and the next epoch trains on a broken batch. Only read the batch: "
+                      "ignore_index=pad_id skips the padding without changing the labels.")
+
 TRAIN_STEP_MISTAKES = [
     Mistake("labels not shifted", "the labels must be the decoder input shifted by one: input tgt[:, :-1], labels "
             "tgt[:, 1:].", _LabelsNotShifted()),
@@ -88,6 +103,7 @@ TRAIN_STEP_MISTAKES = [
             _NoZeroGrad()),
     Mistake("no step", "the parameters never change: call optimizer.step() after loss.backward().", _NoStep()),
     Mistake("summed", "the loss is summed over the tokens; take the mean (the default of F.cross_entropy).", _Summed()),
+    Mistake("batch changed in place", CHANGED_BATCH_HINT, _BatchChanged()),
 ]
 
 

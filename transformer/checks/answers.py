@@ -1,0 +1,78 @@
+"""Helpers that several checks share to read a student's answer: dicts of counts, lists of ids, and a
+next-token function that counts how often the student's decoding loop calls it."""
+
+from __future__ import annotations
+
+import torch
+
+from .core import as_int, fail
+
+__all__ = ["show", "plain_counts", "dict_problems", "as_ids", "CountedCalls"]
+
+
+def show(value, limit: int = 60) -> str:
+    """``repr(value)``, cut to ``limit`` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def plain_counts(name: str, got) -> tuple[dict | None, list[str]]:
+    """``got`` as a dict of pair -> count without zero counts, or the problems with it."""
+    if not isinstance(got, dict):
+        return None, [f"{name}: expected a dict (or Counter) from pairs (a, b) to counts, got {type(got).__name__}"]
+    for key, value in got.items():
+        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(s, str) for s in key)):
+            lines = [f"{name}: every key must be a pair of symbols (a, b), a tuple of two str; "
+                     f"got the key {show(key)}"]
+            if isinstance(key, str):
+                lines.append("Hint: keep the pair as a tuple (a, b); do not join it into one string.")
+            return None, lines
+        if as_int(value) is None:
+            return None, [f"{name}: every count must be a whole number, got {show(value)} for {key}"]
+    return {k: as_int(v) for k, v in got.items() if as_int(v)}, []
+
+
+def dict_problems(got: dict, expected: dict, what: str) -> list[str]:
+    """How ``got`` differs from ``expected``, naming only keys of ``got`` (never an expected value)."""
+    problems = []
+    wrong = [k for k in got if k in expected and got[k] != expected[k]]
+    extra = [k for k in got if k not in expected]
+    missing = [k for k in expected if k not in got]
+    if wrong:
+        problems.append(f"{len(wrong)} {what}(s) with a wrong count, e.g. {', '.join(map(str, wrong[:3]))}")
+    if extra:
+        problems.append(f"{len(extra)} {what}(s) that should not be there, e.g. {', '.join(map(str, extra[:3]))}")
+    if missing:
+        problems.append(f"{len(missing)} {what}(s) missing")
+    return problems
+
+
+class CountedCalls:
+    """Wrap a next-token function: count the calls, pass plain ints, stop a runaway loop."""
+
+    def __init__(self, fn, limit: int = 200):
+        self.fn, self.calls, self.limit = fn, 0, limit
+
+    def __call__(self, ids):
+        self.calls += 1
+        if self.calls > self.limit:
+            fail("✗ greedy_decode", [f"called next_logits more than {self.limit} times: does your loop stop "
+                                      "at eos_id and after max_new_tokens new tokens?"])
+        try:
+            items = ids if isinstance(ids, (list, tuple)) else torch.as_tensor(ids).flatten().tolist()
+            seq = [int(i) for i in items]
+        except (TypeError, ValueError, RuntimeError):
+            fail("✗ greedy_decode", [f"next_logits expects the list of ids so far, got {type(ids).__name__}"])
+        if not seq:
+            fail("✗ greedy_decode", ["next_logits was called with an empty sequence; pass the prefix and the "
+                                     "tokens generated so far"])
+        return self.fn(seq)
+
+
+def as_ids(got):
+    if isinstance(got, torch.Tensor):
+        return got.detach().flatten()
+    if isinstance(got, (list, tuple)):
+        ids = [as_int(i) for i in got]
+        return got if None in ids else torch.tensor(ids, dtype=torch.float64)
+    return got

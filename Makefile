@@ -10,7 +10,7 @@ NOTEBOOKS := $(wildcard notebooks/*.ipynb)
 PYTEST_WORKERS ?= 2
 export PYTHONHASHSEED := 0
 
-.PHONY: help env system book lint test test-fast nbval notebooks exercises lab grade bench clean
+.PHONY: help env system book lint test test-fast nbval notebooks exercises lab grade bench pretrained clean
 
 help:
 	@echo "make book    create $(VENV), build the HTML book, print where it is"
@@ -21,6 +21,7 @@ help:
 	@echo "make bench   time the package against PyTorch; writes _build/bench/results.json"
 	@echo "make notebooks   re-execute the chapters and store their outputs (authors only)"
 	@echo "make exercises   regenerate exercises/ from solutions/ with nbgrader (authors only)"
+	@echo "make pretrained  retrain the tiny model the chapters look inside (transformer/pretrained/, authors only)"
 
 $(ENV_STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -63,7 +64,7 @@ lint: $(ENV_STAMP)
 
 # lint first: it takes a second, and a finding there should not wait ten minutes for the rest.
 test: lint $(ASSETS_STAMP) system
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile tests
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25 tests
 	OMP_NUM_THREADS=1 $(PY) $(NBVAL)
 	OMP_NUM_THREADS=2 $(PY) $(NBVAL)
 
@@ -84,6 +85,10 @@ lab: $(ENV_STAMP)
 
 bench: $(ENV_STAMP) $(ASSETS_STAMP)
 	$(PY) -m benchmarks.bench
+
+# One thread and one seed: the same weights every time (about a minute of CPU).
+pretrained: $(ENV_STAMP)
+	$(PY) -m tools.train_tiny_lm
 
 # Each submission runs in its own bubblewrap sandbox (see book/instructors.md).
 grade: $(ENV_STAMP) $(ASSETS_STAMP) system

@@ -198,15 +198,22 @@ def pad_batch(id_lists: Sequence[Sequence[int]], pad_id: int) -> torch.Tensor:
 
 
 class Corpus:
-    """The generated sentence pairs, split, with word-level tokenizers fitted on the training half.
+    """The generated sentence pairs, split, with word-level tokenizers fitted on the training part.
+
+    ``splits`` (a dict with at least ``"train"`` and ``"validation"``) replaces the random split.
 
     Source ids are the plain words (no ``<sos>``/``<eos>``); target ids are
     ``<sos> words <eos>``, ready for teacher forcing. Both use ``<pad> = 0``.
     """
 
-    def __init__(self, held_out: float = 0.1, seed: int = 0, extra_specials: Sequence[str] = ()):
+    def __init__(self, held_out: float = 0.1, seed: int = 0, extra_specials: Sequence[str] = (),
+                 splits: dict[str, list[tuple[str, str]]] | None = None):
         self.pairs = all_pairs()
-        self.train, self.held_out = split_pairs(self.pairs, held_out, seed)
+        if splits is None:
+            self.train, self.held_out = split_pairs(self.pairs, held_out, seed)
+        else:  # e.g. transformer.evaluation.systematic_splits(): training on "train", held out = "validation"
+            self.train, self.held_out = list(splits["train"]), list(splits["validation"])
+        self.splits = splits
         specials = (*SPECIAL_TOKENS, *extra_specials)
         self.src = WordTokenizer.fit((en for en, _ in self.train), specials)
         self.tgt = WordTokenizer.fit((de for _, de in self.train), specials)

@@ -16,7 +16,8 @@ import torch
 import torch.nn.functional as F
 
 from ._validate import require_positive_int, require_rank
-from .decoding import greedy_decode
+from .data import pad_batch
+from .decoding import beam_decode, greedy_decode
 from .progress import TrainingProgress
 
 
@@ -144,14 +145,20 @@ def fit(model, batches: Iterator, steps: int, loss_fn: Callable | None = None, l
 
 
 @torch.no_grad()
-def translate(model, corpus, sentences: Sequence[str], max_len: int = 12) -> list[str]:
-    """Greedy translations of English ``sentences`` with a trained :class:`~transformer.model.EncoderDecoder`.
+def translate(model, corpus, sentences: Sequence[str], max_len: int = 12, beam_size: int = 1,
+              alpha: float = 1.0) -> list[str]:
+    """Translations of English ``sentences`` with a trained :class:`~transformer.model.EncoderDecoder`:
+    greedy (``beam_size=1``, the whole batch at once) or by beam search (one sentence at a time).
 
     ``corpus`` is a :class:`transformer.data.Corpus` (its tokenizers turn words into ids and back).
     """
     vocab = corpus.tgt.vocab
-    out = greedy_decode(model, corpus.encode_src(sentences), max_len, vocab.sos_id, vocab.eos_id)
-    return corpus.decode_tgt(out[:, 1:])  # drop <sos>
+    if beam_size == 1:
+        out = greedy_decode(model, corpus.encode_src(sentences), max_len, vocab.sos_id, vocab.eos_id)
+        return corpus.decode_tgt(out[:, 1:])  # drop <sos>
+    ids = [beam_decode(model, corpus.encode_src([s]), beam_size, max_len, vocab.sos_id, vocab.eos_id, alpha)
+           for s in sentences]
+    return corpus.decode_tgt(pad_batch([row[1:] for row in ids], corpus.pad_id))  # drop <sos>
 
 
 def exact_match(model, corpus, pairs: Sequence[tuple[str, str]], batch_size: int = 256) -> float:

@@ -54,3 +54,94 @@ def test_plot_attention_checks_labels():
     assert ax.get_title() == "identity"
     with pytest.raises(ValueError, match=r"weights: expected shape \(T_q=2, T_k=3\), got \(3, 3\)"):
         plot_attention(torch.eye(3), TOKENS[:2], TOKENS)
+
+
+# ------------------------------------------------------------------ the static page (explorer.py)
+
+def _walk(widget):
+    yield widget
+    for child in getattr(widget, "children", ()):
+        yield from _walk(child)
+
+
+def test_stored_views_are_the_views_the_kernel_draws():
+    ex = AttentionExplorer(TOKENS, SCORES, d_k=4, query=1)
+    order, views = ex.static_views()
+    assert order == [ex.query, ex.stretch]
+    assert len(views) == 3 * 51  # every query, every stretch on the slider
+    grid = dict((c, values) for c, values, _ in ex.grid())
+    for (q, s), view in list(views.items())[::17]:
+        ex.query.value, ex.stretch.value = grid[ex.query][q], grid[ex.stretch][s]
+        assert ex.view.value == view
+    assert ex.view_at([2, 20]) == views[(2, 20)]
+
+
+def test_storing_the_views_leaves_the_live_explorer_as_it_was():
+    ex = AttentionExplorer(TOKENS, SCORES, d_k=4, query=1)
+    ex.stretch.value = 3.0  # off the stored grid: the grid gains it
+    before, weights = ex.view.value, ex.weights
+    widget = ex.widget
+    assert (ex.query.value, ex.stretch.value, ex.view.value) == (1, 3.0, before)
+    assert torch.equal(ex.weights, weights)
+    live, static = widget.children
+    assert "explorer-live" in live._dom_classes and "explorer-static" in static._dom_classes
+    assert static.layout.display == "none"  # a kernel shows the live part; the book's stylesheet, the static one
+    ex.stretch.value = 10.0  # the kernel still recomputes for any value
+    assert ex.view.value != before
+
+
+def test_the_static_copies_are_linked_to_the_stored_views():
+    import ipywidgets as w
+
+    ex = AttentionExplorer(TOKENS, SCORES, d_k=4, query=1)
+    static = ex.widget.children[1]
+    widgets = list(_walk(static))
+    query = next(x for x in widgets if isinstance(x, w.Dropdown))
+    stretch = next(x for x in widgets if isinstance(x, w.SelectionSlider))
+    assert query.index == 1 and query.options[1][0] == "cat"
+    assert stretch.options[stretch.index][0] == "1.00"  # the label the live slider shows
+    assert "explorer-c0" in query._dom_classes and "explorer-c1" in stretch._dom_classes
+    stacks = [x for x in widgets if isinstance(x, w.Stack)]
+    outer = stacks[1]  # the first is the root, around everything
+    assert len(outer.children) == 3 and outer.selected_index == 1
+    from ipywidgets.widgets.widget import _instances
+
+    links = [x for x in _instances.values() if isinstance(x, w.widgets.widget_link.DirectionalLink)
+             and x.target[0] in stacks]
+    assert {(link.source[0], link.source[1], link.target[1]) for link in links} >= {
+        (query, "index", "selected_index"), (stretch, "index", "selected_index")}
+    shown = outer.children[1].children[stretch.index]
+    assert "data-k='1.20'" in shown.value and text_of(shown.value) == text_of(ex.view.value)
+
+
+def text_of(markup: str) -> str:
+    import re
+
+    return re.sub(r"<[^>]+>", "", markup)
+
+
+def test_shared_styles_keep_the_text():
+    from transformer.viz.explorer import compact_styles
+
+    views = [weight_bars(TOKENS, torch.tensor([0.2, 0.3, 0.5])), weight_bars(TOKENS, torch.tensor([0.5, 0.3, 0.2]))]
+    small, sheet = compact_styles(views, "scope")
+    assert [text_of(v) for v in small] == [text_of(v) for v in views]
+    assert sum(map(len, small)) < 0.7 * sum(map(len, views))
+    assert ".scope .explorer-frame .a{" in sheet and "!important" in sheet
+
+
+def test_a_checkbox_becomes_two_buttons_and_free_text_a_note():
+    import ipywidgets as w
+
+    from transformer.tokenization import BPETokenizer
+    from transformer.viz import BPEExplorer, CrossAttentionExplorer
+
+    ex = CrossAttentionExplorer(["a", "b"], ["x", "<pad>"], torch.zeros(2, 2))
+    buttons = [x for x in _walk(ex.widget.children[1]) if isinstance(x, w.ToggleButtons)]
+    assert len(buttons) == 1 and buttons[0].options == (("off", 0), ("on", 1)) and buttons[0].index == 1
+    tok = BPETokenizer.train(["low lower lowest"], 3)
+    bpe = BPEExplorer(tok, "low lower")
+    notes = [x for x in _walk(bpe.widget.children[1]) if isinstance(x, w.HTML) and "explorer-note" in x._dom_classes]
+    assert len(notes) == 1 and "needs a live kernel: open in Colab or Binder" in notes[0].value
+    assert "#launch-colab" in notes[0].value  # the book puts the page's own launch links here
+    assert len(bpe.static_views()[1]) == len(tok.merges) + 1

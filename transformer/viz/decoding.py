@@ -72,6 +72,11 @@ class DecodingExplorer(Explorer):
         self.seed = w.IntSlider(value=seed, min=0, max=99, description="seed")
         self._layout([self.temperature, self.seed])
 
+    def _static_grid(self) -> dict:
+        """The page stores temperatures by tenths of a decade and seeds 0 to 19 (live, finer and 0 to 99)."""
+        return {self.temperature: [10 ** (k / 10) for k in range(-15, 11)],
+                self.seed: list(range(0, min(self.seed.max, 19) + 1))}
+
     def _next_logits(self) -> torch.Tensor:
         with torch.no_grad():
             return torch.as_tensor(self.logits_fn(self.prefix))[0, -1].float()  # (vocab,)

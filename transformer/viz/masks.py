@@ -108,6 +108,15 @@ class MaskExplorer(Explorer):
         self.query = w.IntSlider(value=query, min=0, max=self.seq_len - 1, description="query")
         self._layout([self.causal, self.mask_padding], self.side, self.lengths, [self.sentence, self.query])
 
+    def _static_grid(self) -> dict:
+        """Every value, nested sentence first: the view shows one sentence, so only its length matters."""
+        return {self.causal: None, self.mask_padding: None, self.side: None, self.sentence: None}
+
+    def _view_key(self):
+        b = self.sentence.value
+        return (self.causal.value, self.mask_padding.value, self.side.value, b, self.query.value,
+                self.lengths[b].value)
+
     def _offsets(self) -> list[int]:
         """Where each sentence's first token sits: 0 on the right side, after the padding on the left."""
         if self.side.value == "right":

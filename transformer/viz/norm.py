@@ -63,6 +63,10 @@ class NormExplorer(Explorer):
         self.shift = w.FloatSlider(value=0.0, min=-10.0, max=10.0, step=0.1, description="shift")
         self._layout(self.norm, [self.scale, self.shift])
 
+    def _static_grid(self) -> dict:
+        """The page stores scales 0.01 to 100 by decades and shifts -10 to 10 by 1 (live, finer)."""
+        return {self.scale: [10.0 ** k for k in range(-2, 3)], self.shift: [float(s) for s in range(-10, 11)]}
+
     @property
     def input(self) -> torch.Tensor:
         """``scale * x + shift``, ``(d_model,)``."""

@@ -65,6 +65,7 @@ class EmbeddingScaleExplorer(Explorer):
         self._z = torch.randn(vocab_size, d_max, generator=g)  # (vocab, d_max), entries N(0, 1)
         self._h = torch.randn(n_tokens, d_max, generator=g)  # (tokens, d_max)
         self._ids = torch.randint(0, vocab_size, (n_tokens,), generator=g)  # (tokens,)
+        self._unit_logits: dict[int, torch.Tensor] = {}
         self.d_model = w.Dropdown(options=list(self.d_models), value=self.d_models[len(self.d_models) // 2],
                                   description="d_model")
         self.std = w.FloatLogSlider(value=1.0, base=10, min=-3, max=0.5, step=0.05, description="std of E",
@@ -92,7 +93,10 @@ class EmbeddingScaleExplorer(Explorer):
     @property
     def logits(self) -> torch.Tensor:
         """``h E^T``, ``(tokens, vocab)``: the scores the tied output layer gives every token."""
-        return self.hidden @ self.weight.T  # (tokens, d_model) @ (d_model, vocab) -> (tokens, vocab)
+        d = self.d_model.value
+        if d not in self._unit_logits:  # h Z^T for entries of std 1: E = std * Z, so h E^T = std * h Z^T
+            self._unit_logits[d] = self.hidden @ self._z[:, :d].T  # (tokens, d_model) @ (d_model, vocab)
+        return self._unit_logits[d] * self.std.value
 
     @property
     def state(self) -> dict[str, torch.Tensor]:
@@ -149,7 +153,7 @@ def _polyline(values, width: int, height: int, lo: float = -1.0, hi: float = 1.0
     for j, v in enumerate(values):
         x = width * j / max(n - 1, 1)
         y = height * (hi - v) / (hi - lo)
-        pts.append(f"{x:.1f},{y:.1f}")
+        pts.append(f"{x:.0f},{y:.0f}")  # whole units: the drawing's units are half pixels (viewBox)
     return " ".join(pts)
 
 
@@ -172,6 +176,13 @@ class SinusoidalExplorer(Explorer):
         self.base = w.FloatLogSlider(value=10000.0, base=10, min=1, max=5, step=0.25, description="base",
                                      readout_format=".0f")
         self._layout([self.position, self.dimension, self.base])
+
+    def _static_grid(self) -> dict:
+        """The page stores every dimension, the first positions and a few far ones, and the bases
+        10 and 10,000 (live, every value)."""
+        last = self.n_positions - 1
+        positions = sorted({p for p in [*range(0, 6), 8, 16, 32, last] if p <= last})
+        return {self.base: [10.0, 10000.0], self.position: positions}
 
     @property
     def table(self) -> torch.Tensor:
@@ -204,13 +215,13 @@ class SinusoidalExplorer(Explorer):
         label = (f"Curve of dimension {dim} ({kind}) over positions 0 to {self.n_positions - 1}, about a grey zero "
                  f"line: it repeats every {self.wavelength:.1f} positions and here runs from {_fmt(lo, 2)} to "
                  f"{_fmt(hi, 2)}. A red dot marks position {pos}, where it is {_fmt(float(self.curve[pos]))}.")
-        svg = (
-            f"<svg width='{width + 10}' height='{height + 10}' style='overflow:visible' role='img' "
-            f"aria-label='{html.escape(label)}'>"
-            f"<line x1='0' y1='{height / 2}' x2='{width}' y2='{height / 2}' stroke='#bbb'/>"
-            f"<polyline fill='none' stroke='#4a7fc1' stroke-width='2' "
-            f"points='{_polyline(self.curve.tolist(), width, height)}'/>"
-            f"<circle cx='{x_marker:.1f}' cy='{y_marker:.1f}' r='5' fill='#c1564a'/></svg>"
+        svg = (  # drawn in half pixels, so that whole numbers stay crisp on a 2x screen
+            f"<svg width='{width + 10}' height='{height + 10}' viewBox='0 0 {2 * width + 20} {2 * height + 20}' "
+            f"style='overflow:visible' role='img' aria-label='{html.escape(label)}'>"
+            f"<line x1='0' y1='{height}' x2='{2 * width}' y2='{height}' stroke='#bbb' stroke-width='2'/>"
+            f"<polyline fill='none' stroke='#4a7fc1' stroke-width='4' "
+            f"points='{_polyline(self.curve.tolist(), 2 * width, 2 * height)}'/>"
+            f"<circle cx='{2 * x_marker:.0f}' cy='{2 * y_marker:.0f}' r='10' fill='#c1564a'/></svg>"
         )
         self.view.value = (
             f"<p>dimension {dim} = {kind}(pos / base<sup>{2 * (dim // 2)}/{self.d_model_size}</sup>): "
@@ -244,6 +255,10 @@ class RopeExplorer(Explorer):
         self.i = w.IntSlider(value=i, min=0, max=max_position, description="key i")
         self.shift = w.IntSlider(value=0, min=0, max=max_position, description="move both")
         self._layout([self.t, self.i, self.shift])
+
+    def _static_grid(self) -> dict:
+        """The page stores positions 0 to 8 for each slider (live, 0 to ``max_position``)."""
+        return {s: list(range(0, min(s.max, 8) + 1)) for s in (self.t, self.i, self.shift)}
 
     @property
     def positions(self) -> tuple[int, int]:

@@ -53,8 +53,8 @@ def surviving_fraction(factor: float, hops: int) -> float:
 
 def _strip(fractions: list[float], size: int = 14) -> str:
     cells = "".join(
-        f"<span title='{f:.3f}' style='display:inline-block;width:{size}px;height:{size}px;margin-right:1px;"
-        f"background:rgba(74,127,193,{f:.3f});border:1px solid #999'></span>"
+        f"<span style='display:inline-block;width:{size}px;height:{size}px;margin-right:1px;"
+        f"background:rgba(74,127,193,{f:.2f});border:1px solid #999'></span>"
         for f in fractions
     )
     return f"<div style='white-space:nowrap'>{cells}</div>"
@@ -80,6 +80,10 @@ class RecurrenceExplorer(Explorer):
         self.factor = w.FloatSlider(value=factor, min=0.5, max=1.0, step=0.01, description="factor",
                                     readout_format=".2f")
         self._layout([self.n, self.factor])
+
+    def _static_grid(self) -> dict:
+        """The page stores every n and the factors the chapter discusses."""
+        return {self.factor: [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.99, 1.0]}
 
     @property
     def counts(self) -> torch.Tensor:

@@ -299,6 +299,15 @@ CASES = {
                                     m("x:", "expected a floating-point tensor", "got dtype torch.int64")),
     "int x to LayerNorm": (lambda: T.LayerNorm(4)(torch.ones(2, 4, dtype=torch.long)), TypeError,
                            m("x:", "expected a floating-point tensor", "got dtype torch.int64")),
+    # ---- sampling and masking (chapter 11)
+    "k = 0 to top_k_filter": (lambda: T.top_k_filter(r(2, 5), 0), ValueError, m("k:", "whole number >= 1", "got 0")),
+    "p = 1.5 to top_p_filter": (lambda: T.top_p_filter(r(2, 5), 1.5), ValueError, m("p:", "(0, 1]", "got 1.5")),
+    "int logits to sampling_distribution": (lambda: T.sampling_distribution(torch.ones(2, 5, dtype=torch.long)),
+                                            TypeError, m("logits:", "floating-point tensor", "got dtype torch.int64")),
+    "flat logits to sample_next": (lambda: T.sample_next(r(5)), ValueError,
+                                   m("logits:", "expected 2 dimensions (batch, vocab)", "got 1 with shape (5)")),
+    "ids beyond the vocabulary to mask_tokens": (lambda: T.mask_tokens(torch.tensor([[1, 12]]), 3, 10), ValueError,
+                                                 m("ids:", "token ids in [0, 9]", "got values in [1, 12]")),
 }
 
 

@@ -16,6 +16,8 @@ chapter            module
 9 output head      :mod:`transformer.heads`, :mod:`transformer.decoding`
 10 the model       :mod:`transformer.config`, :mod:`transformer.model`, :mod:`transformer.train`,
                    :mod:`transformer.progress`, :mod:`transformer.data`, :mod:`transformer.vision`
+11 GPT, BERT, ViT  :mod:`transformer.sampling`, :mod:`transformer.pretraining`, :mod:`transformer.model`,
+                   :mod:`transformer.vision`
 =================  ===========================================================
 """
 
@@ -41,6 +43,8 @@ from .positional import (
     shift_matrix,
     sinusoidal_encoding,
 )
+from .pretraining import mask_tokens
+from .sampling import sample_next, sampling_distribution, top_k_filter, top_p_filter
 from .tokenization import (
     SPECIAL_TOKENS,
     BPETokenizer,
@@ -66,4 +70,6 @@ __all__ = [
     "padding_mask", "rms", "rotation_matrix", "sample_decode", "scaled_dot_product_attention", "sequence_loss",
     "shift_matrix", "sinusoidal_encoding", "softmax_with_temperature", "split_heads", "split_words",
     "teacher_forcing", "train_step",
+    # chapter 11
+    "mask_tokens", "sample_next", "sampling_distribution", "top_k_filter", "top_p_filter",
 ]

@@ -86,3 +86,7 @@ __all__ = [
     # chapter 10
     "check_parameter_count", "check_train_step", "check_translator", "base_model_counts",
 ]
+
+from .ch11 import *  # noqa: E402,F403,I001 - chapter 11: check_top_k_filter, ..., registered below
+MISTAKES.update(ch11.MISTAKES)  # noqa: F405
+__all__ += ch11.__all__  # noqa: F405

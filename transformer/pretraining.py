@@ -1,0 +1,97 @@
+"""BERT's masked-language-model inputs: the 15% and the 80/10/10 rule (chapter 11).
+
+An encoder-only model sees every position, so "predict the next word" would
+be no task at all: the answer is in its input. BERT (Devlin et al., 2019)
+hides words instead and asks for them back. :func:`mask_tokens` chooses each
+ordinary token with probability ``p = 0.15``; of the chosen ones,
+
+- 80% are replaced by ``[MASK]``,
+- 10% by a random ordinary token,
+- 10% are left as they are,
+
+and the model must predict the original token at every chosen position, and
+only there: ``labels`` hold ``ignore_index`` (``-100``, the default of
+``F.cross_entropy``) everywhere else. Because ``[MASK]`` never occurs when
+the model is used later, the random and the unchanged 10% keep it from
+learning that only ``[MASK]`` positions matter.
+
+:func:`masked_lm_loss` is the loss of such a batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from ._validate import require_rank
+
+IGNORE_INDEX = -100
+MASK_SHARE, RANDOM_SHARE = 0.8, 0.1  # of the chosen tokens; the remaining 10% stay unchanged
+
+
+def _require_ids(ids, vocab_size: int) -> None:
+    require_rank("ids", ids, (2,), "(batch, seq)")
+    if ids.dtype not in (torch.int64, torch.int32):
+        raise TypeError(f"ids: expected an integer tensor (torch.long), got dtype {ids.dtype}")
+    if ids.numel() and not 0 <= int(ids.min()) <= int(ids.max()) < vocab_size:
+        raise ValueError(f"ids: expected token ids in [0, {vocab_size - 1}], "
+                         f"got values in [{int(ids.min())}, {int(ids.max())}]")
+
+
+def _require_settings(mask_id, vocab_size, p, special_ids) -> None:
+    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:
+        raise ValueError(f"vocab_size: expected a whole number >= 2, got {vocab_size!r}")
+    if isinstance(mask_id, bool) or not isinstance(mask_id, int) or not 0 <= mask_id < vocab_size:
+        raise ValueError(f"mask_id: expected a token id in [0, {vocab_size - 1}], got {mask_id!r}")
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise ValueError(f"p: expected a probability in [0, 1], got {p!r}")
+    if isinstance(special_ids, (str, int)) or not all(isinstance(i, int) for i in special_ids):
+        raise TypeError(f"special_ids: expected a list of token ids, got {special_ids!r}")
+
+
+def ordinary_ids(vocab_size: int, special_ids: Sequence[int]) -> torch.Tensor:
+    """The ids that may be chosen and drawn as random replacements: ``(n_ordinary,)``, in order."""
+    keep = torch.ones(vocab_size, dtype=torch.bool)
+    keep[[i for i in special_ids if 0 <= i < vocab_size]] = False
+    return keep.nonzero().squeeze(-1)  # (n_ordinary, 1) -> (n_ordinary,)
+
+
+def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, p: float = 0.15,
+                generator: torch.Generator | None = None, special_ids: Sequence[int] = (),
+                ignore_index: int = IGNORE_INDEX) -> tuple[torch.Tensor, torch.Tensor]:
+    """``ids (batch, seq)`` -> ``(inputs, labels)``, both ``(batch, seq)``: BERT's masking.
+
+    Each token that is not special (``special_ids``, e.g. ``[PAD]``, ``[CLS]``,
+    ``[SEP]``; ``mask_id`` always counts as special) is chosen with probability
+    ``p``. A chosen token becomes ``mask_id`` with probability 0.8, a random
+    ordinary token (uniform over the ids that are not special) with
+    probability 0.1, and stays as it is otherwise. ``labels`` hold the
+    original id at the chosen positions and ``ignore_index`` elsewhere.
+    """
+    _require_settings(mask_id, vocab_size, p, special_ids)
+    _require_ids(ids, vocab_size)
+    specials = [*special_ids, mask_id]
+    ordinary = ordinary_ids(vocab_size, specials)
+    if len(ordinary) == 0:
+        raise ValueError(f"special_ids: expected some ordinary tokens left to choose, got all {vocab_size} special")
+    allowed = ~torch.isin(ids, torch.tensor(specials, dtype=ids.dtype))  # (batch, seq)
+    chosen = (torch.rand(ids.shape, generator=generator) < p) & allowed
+    action = torch.rand(ids.shape, generator=generator)  # one more draw per position: which of the three
+    to_mask = chosen & (action < MASK_SHARE)
+    to_random = chosen & (action >= MASK_SHARE) & (action < MASK_SHARE + RANDOM_SHARE)
+    random_ids = ordinary[torch.randint(len(ordinary), ids.shape, generator=generator)].to(ids.dtype)
+    inputs = torch.where(to_mask, torch.full_like(ids, mask_id), torch.where(to_random, random_ids, ids))
+    labels = torch.where(chosen, ids, torch.full_like(ids, ignore_index))
+    return inputs, labels
+
+
+def masked_lm_loss(model, batch: tuple[torch.Tensor, torch.Tensor], ignore_index: int = IGNORE_INDEX) -> torch.Tensor:
+    """Cross-entropy of an encoder-only ``model`` on ``batch = (inputs, labels)`` from :func:`mask_tokens`.
+
+    ``model(inputs) -> (batch, seq, vocab)``; only the chosen positions count.
+    """
+    inputs, labels = batch
+    logits = model(inputs)  # (batch, seq, vocab)
+    return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=ignore_index)  # (batch * seq, vocab)

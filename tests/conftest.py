@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -55,3 +56,27 @@ def make_submission(assignment: str, answers: dict[str, str] | None = None, solv
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+@pytest.fixture(scope="session")
+def html(tmp_path_factory) -> Path:
+    """The book, built once per test run with warnings as errors: the test workers of one run share
+    the build (the first builds it under a lock, the others wait and read it)."""
+    from filelock import FileLock
+
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    shared = tmp_path_factory.getbasetemp().parent / f"book-{run}" if run else tmp_path_factory.mktemp("book")
+    shared.mkdir(exist_ok=True)
+    done, failed = shared / "built", shared / "failed.txt"
+    with FileLock(str(shared / "lock")):
+        if not done.exists() and not failed.exists():
+            jb = Path(sys.executable).parent / "jupyter-book"
+            proc = subprocess.run([str(jb), "build", str(ROOT), "--path-output", str(shared), "--warningiserror",
+                                   "--keep-going"], cwd=ROOT, env=venv_env(), capture_output=True, text=True,
+                                  timeout=900)
+            if proc.returncode == 0:
+                done.touch()
+            else:
+                failed.write_text(proc.stdout[-4000:] + proc.stderr[-4000:], encoding="utf-8")
+    assert not failed.exists(), failed.read_text(encoding="utf-8")
+    return shared / "_build" / "html"

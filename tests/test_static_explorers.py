@@ -20,9 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from test_accessibility import SETTLED, DevTools
-from test_book import html, pages  # noqa: F401 - the book build, shared
-
+from browser import SETTLED, DevTools
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
@@ -230,7 +228,7 @@ def operate_all(html: Path, profile: Path, only: tuple[str, ...] = ()) -> tuple[
 
 
 @pytest.fixture(scope="module")
-def operated(html, tmp_path_factory):  # noqa: F811 - the shared fixture
+def operated(html, tmp_path_factory):
     return operate_all(html, tmp_path_factory.mktemp("chromium"))
 
 
@@ -261,7 +259,7 @@ def test_free_text_is_replaced_by_a_note_with_launch_links(operated):
     assert any(link.startswith("https://mybinder.org/v2/gh/") for link in note[0]["links"])
 
 
-def test_every_chapter_page_weighs_at_most_2_mb(html):  # noqa: F811 - the shared fixture
+def test_every_chapter_page_weighs_at_most_2_mb(html):
     weights = json.loads((html / "page-weights.json").read_text(encoding="utf-8"))
     assert len(weights) >= 11
     heavy = {page: w["total"] for page, w in weights.items() if w["total"] > 2_000_000}

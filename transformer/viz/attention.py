@@ -6,6 +6,7 @@ import html
 from collections.abc import Sequence
 
 import torch
+
 from .explorer import Explorer
 
 

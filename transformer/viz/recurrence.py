@@ -93,7 +93,8 @@ class RecurrenceExplorer(Explorer):
 
     @property
     def survival(self) -> torch.Tensor:
-        """``(n,)``: the fraction of word ``j``'s signal that reaches word ``n`` through the RNN, ``factor ** (n - j)``."""
+        """``(n,)``: the fraction of word ``j``'s signal that reaches word ``n`` through the RNN,
+        ``factor ** (n - j)``."""
         n = self.n.value
         hops = torch.arange(n - 1, -1, -1, dtype=torch.float64)  # word 1 is n - 1 hops away, word n is 0
         return torch.full((n,), float(self.factor.value), dtype=torch.float64) ** hops

@@ -30,30 +30,37 @@ WHAT = ("output", "input")
 
 
 @contextmanager
-def recorded(modules: dict[str, nn.Module], what: str = "output") -> Iterator[dict[str, list[torch.Tensor]]]:
-    """Inside the ``with`` block, every call of ``modules[name]`` appends its output (``what="output"``)
-    or its first input (``what="input"``) to ``record[name]``, detached."""
-    require_choice("what", what, WHAT)
+def _hooked(modules: dict[str, nn.Module], kind: type, kind_name: str,
+            register) -> Iterator[dict[str, list[torch.Tensor]]]:
+    """``register(module, append)`` hooks each module so that it appends to its list in the record; the
+    hooks are removed when the ``with`` block ends, however it ends."""
     record: dict[str, list[torch.Tensor]] = {name: [] for name in modules}
     handles = []
-    for name, module in modules.items():
-        if not isinstance(module, nn.Module):
-            raise TypeError(f"modules[{name!r}]: expected an nn.Module, got {type(module).__name__}")
-        if what == "output":
-            handles.append(module.register_forward_hook(lambda mod, args, out, name=name:
-                                                        record[name].append(out.detach())))
-        else:
-            handles.append(module.register_forward_pre_hook(lambda mod, args, name=name:
-                                                            record[name].append(args[0].detach())))
     try:
+        for name, module in modules.items():
+            if not isinstance(module, kind):
+                raise TypeError(f"modules[{name!r}]: expected {kind_name}, got {type(module).__name__}")
+            handles.append(register(module, record[name].append))
         yield record
     finally:
         for handle in handles:
             handle.remove()
 
 
-@contextmanager
-def recorded_attention(modules: dict[str, nn.Module]) -> Iterator[dict[str, list[torch.Tensor]]]:
+def recorded(modules: dict[str, nn.Module], what: str = "output"):
+    """Inside the ``with`` block, every call of ``modules[name]`` appends its output (``what="output"``)
+    or its first input (``what="input"``) to ``record[name]``, detached."""
+    require_choice("what", what, WHAT)
+
+    def register(module, append):
+        if what == "output":
+            return module.register_forward_hook(lambda mod, args, out: append(out.detach()))
+        return module.register_forward_pre_hook(lambda mod, args: append(args[0].detach()))
+
+    return _hooked(modules, nn.Module, "an nn.Module", register)
+
+
+def recorded_attention(modules: dict[str, nn.Module]):
     """Record the attention weights of :class:`~transformer.multihead.MultiHeadAttention` modules.
 
     Inside the ``with`` block, every call of ``modules[name]`` also appends its
@@ -62,23 +69,15 @@ def recorded_attention(modules: dict[str, nn.Module]) -> Iterator[dict[str, list
     eval mode these are the very weights of the call; in training mode dropout
     draws new ones.
     """
-    record: dict[str, list[torch.Tensor]] = {name: [] for name in modules}
-    handles = []
-    for name, module in modules.items():
-        if not isinstance(module, MultiHeadAttention):
-            raise TypeError(f"modules[{name!r}]: expected a MultiHeadAttention, got {type(module).__name__}")
-
-        def hook(mod, args, kwargs, output, name=name):
+    def register(module, append):
+        def hook(mod, args, kwargs, output):
             with torch.no_grad():
                 _, weights = mod.forward(*args, **{**kwargs, "return_weights": True})  # forward() skips the hooks
-            record[name].append(weights.detach())
+            append(weights.detach())
 
-        handles.append(module.register_forward_hook(hook, with_kwargs=True))
-    try:
-        yield record
-    finally:
-        for handle in handles:
-            handle.remove()
+        return module.register_forward_hook(hook, with_kwargs=True)
+
+    return _hooked(modules, MultiHeadAttention, "a MultiHeadAttention", register)
 
 
 @contextmanager

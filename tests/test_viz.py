@@ -56,7 +56,7 @@ def test_plot_attention_checks_labels():
         plot_attention(torch.eye(3), TOKENS[:2], TOKENS)
 
 
-# ------------------------------------------------------------------ the static page (explorer.py)
+# ------------------------------------------------------------------ the static page (explorer.py, static.py)
 
 def _walk(widget):
     yield widget
@@ -76,7 +76,22 @@ def test_stored_views_are_the_views_the_kernel_draws():
     assert ex.view_at([2, 20]) == views[(2, 20)]
 
 
-def test_storing_the_views_leaves_the_live_explorer_as_it_was():
+def test_the_static_part_is_built_only_for_the_book(monkeypatch):
+    from transformer.viz.static import STATIC_VIEWS_ENV
+
+    monkeypatch.delenv(STATIC_VIEWS_ENV, raising=False)  # JupyterLab, strict nbval: the live part only
+    live_only = AttentionExplorer(TOKENS, SCORES, d_k=4, query=1).widget
+    monkeypatch.setenv(STATIC_VIEWS_ENV, "1")  # tools/execute_notebooks.py: the views stored for the page
+    both = AttentionExplorer(TOKENS, SCORES, d_k=4, query=1).widget
+    assert len(live_only.children) == 1 and len(both.children) == 2
+    assert "explorer-static" in both.children[1]._dom_classes
+    assert repr(live_only)[:400] == repr(both)[:400]  # the text output strict nbval compares starts the same
+    monkeypatch.setenv(STATIC_VIEWS_ENV, "0")
+    assert len(AttentionExplorer(TOKENS, SCORES, d_k=4).widget.children) == 1
+
+
+def test_storing_the_views_leaves_the_live_explorer_as_it_was(monkeypatch):
+    monkeypatch.setenv("TRANSFORMER_STATIC_VIEWS", "1")
     ex = AttentionExplorer(TOKENS, SCORES, d_k=4, query=1)
     ex.stretch.value = 3.0  # off the stored grid: the grid gains it
     before, weights = ex.view.value, ex.weights
@@ -90,9 +105,10 @@ def test_storing_the_views_leaves_the_live_explorer_as_it_was():
     assert ex.view.value != before
 
 
-def test_the_static_copies_are_linked_to_the_stored_views():
+def test_the_static_copies_are_linked_to_the_stored_views(monkeypatch):
     import ipywidgets as w
 
+    monkeypatch.setenv("TRANSFORMER_STATIC_VIEWS", "1")
     ex = AttentionExplorer(TOKENS, SCORES, d_k=4, query=1)
     static = ex.widget.children[1]
     widgets = list(_walk(static))
@@ -121,7 +137,7 @@ def text_of(markup: str) -> str:
 
 
 def test_shared_styles_keep_the_text():
-    from transformer.viz.explorer import compact_styles
+    from transformer.viz.static import compact_styles
 
     views = [weight_bars(TOKENS, torch.tensor([0.2, 0.3, 0.5])), weight_bars(TOKENS, torch.tensor([0.5, 0.3, 0.2]))]
     small, sheet = compact_styles(views, "scope")
@@ -130,12 +146,13 @@ def test_shared_styles_keep_the_text():
     assert ".scope .explorer-frame .a{" in sheet and "!important" in sheet
 
 
-def test_a_checkbox_becomes_two_buttons_and_free_text_a_note():
+def test_a_checkbox_becomes_two_buttons_and_free_text_a_note(monkeypatch):
     import ipywidgets as w
 
     from transformer.tokenization import BPETokenizer
     from transformer.viz import BPEExplorer, CrossAttentionExplorer
 
+    monkeypatch.setenv("TRANSFORMER_STATIC_VIEWS", "1")
     ex = CrossAttentionExplorer(["a", "b"], ["x", "<pad>"], torch.zeros(2, 2))
     buttons = [x for x in _walk(ex.widget.children[1]) if isinstance(x, w.ToggleButtons)]
     assert len(buttons) == 1 and buttons[0].options == (("off", 0), ("on", 1)) and buttons[0].index == 1

@@ -3,8 +3,12 @@
     python -m tools.execute_notebooks notebooks/04_queries_keys_values.ipynb ...
 
 Each notebook runs in its own folder with a fresh kernel; saved widget state
-lets the rendered book draw the explorers. Strict nbval later re-runs every
-notebook and compares its outputs with what this script stored.
+lets the rendered book draw the explorers. The kernels run with
+``TRANSFORMER_STATIC_VIEWS=1``, so every explorer also stores its views over
+its grid for the static page (``transformer/viz/static.py``); a kernel without
+it (JupyterLab, strict nbval) builds the live explorer only, with the same
+text outputs. Strict nbval later re-runs every notebook and compares its
+outputs with what this script stored.
 """
 
 from __future__ import annotations
@@ -16,12 +20,14 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from transformer.viz.static import STATIC_VIEWS_ENV
+
 
 def execute(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=True,
                             resources={"metadata": {"path": str(path.parent)}})
-    client.execute()
+    client.execute(env={**os.environ, STATIC_VIEWS_ENV: "1"})  # the kernel's: explorers store their views
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
     nbformat.write(nb, path)

@@ -9,7 +9,8 @@ module per topic, in chapter order; everything is re-exported here
 from .recurrence import (RecurrenceExplorer, path_length, plot_road_map, sequential_steps,  # chapter 0
                          surviving_fraction)
 from .bpe import BPEExplorer, token_boxes  # chapter 1
-from .positional import EmbeddingScaleExplorer, RopeExplorer, SinusoidalExplorer, value_bars  # chapters 2, 3
+from .embeddings import EmbeddingScaleExplorer  # chapter 2
+from .positional import RopeExplorer, SinusoidalExplorer, value_bars  # chapter 3
 from .attention import AttentionExplorer, plot_attention, weight_bars  # chapter 4
 from .multihead import HeadCountExplorer, HeadExplorer, plot_heads  # chapter 5
 from .norm import NormExplorer, signed_bars  # chapter 6

@@ -6,25 +6,20 @@ are laid out (a list is one row), ``self.view`` is an empty ``HTML`` below
 them, every control redraws the view through the explorer's ``_update``, and
 the view is drawn once. Displaying the explorer displays ``self.widget``.
 
-**The static page.** Most readers read the rendered book, where no kernel runs. The first time
-``self.widget`` is asked for, the explorer also stores its views: it sets its controls to every
-point of a grid (:meth:`Explorer._static_grid`; by default every value a control can take), calls
-``_update`` and keeps ``self.view.value``. The views go into nested ``Stack`` widgets, one level per
-control, and a copy of each control (a slider becomes a ``SelectionSlider`` over the grid, a
-checkbox two toggle buttons "off" / "on") is linked to the level's ``selected_index`` with
-``jsdlink``: ipywidgets' HTML manager runs those links in the browser, without a kernel, so the
-copy shows the very view the kernel draws for the value it shows. Identical views are stored once,
-identical sub-trees once, a level whose views do not depend on its control is skipped, and the
-inline styles the views repeat become shared CSS classes. A control that cannot be precomputed
-(free text) is replaced by a one-line note with launch links. ``self.widget`` holds both parts:
+**The static page.** Most readers read the rendered book, where no kernel runs, so an explorer can
+store its views: it sets its controls to every point of a grid (:meth:`Explorer.grid`, set by
+:meth:`Explorer._static_grid`; by default every value a control can take), calls ``_update`` and
+keeps ``self.view.value`` (:meth:`Explorer.static_views`); :mod:`transformer.viz.static` turns the
+views into widgets the page runs without a kernel. ``self.widget`` then holds two parts:
 ``explorer-live`` (the controls and ``self.view``, redrawn by the kernel) and ``explorer-static``
-(the copies and the stored views, hidden in a kernel); the book's stylesheet
+(copies of the controls and the stored views, hidden in a kernel); the book's stylesheet
 (``book/_ext/static_explorers.py``) shows the static part and hides the live one.
 
-Each stored view is wrapped in ``<div class="explorer-frame" data-k="...">``: ``data-k`` lists the
-grid points it is drawn for, as indices of the precomputable controls in display order, joined by
-``.`` (``*`` where the view does not depend on that control), so a test can check that the view the
-page shows is the one stored for the values the controls show.
+Storing the views costs seconds per explorer, which a reader in JupyterLab and strict nbval need
+not pay, so ``self.widget`` stores them only when the environment variable
+``TRANSFORMER_STATIC_VIEWS`` is set (to anything but ``0``): ``tools/execute_notebooks.py``, which
+stores the outputs and widget state the book shows, sets it for its kernels. Without it,
+``self.widget`` holds the live part only (its text form starts the same).
 
 The view carries the class ``explorer-view``: the book's accessibility script
 makes it a polite live region, so a screen reader announces every redraw. A
@@ -34,49 +29,10 @@ what it shows.
 
 from __future__ import annotations
 
-import hashlib
-import html
 import math
-import re
-from collections import Counter
 
-#: An explorer stores at most this many distinct views; a larger grid is an error (coarsen it in
-#: ``_static_grid``): every chapter page, its stored views included, must stay under 2 MB.
-MAX_STORED_VIEWS = 1500
-
-#: The note that replaces a control the page cannot precompute; ``#launch-colab`` and
-#: ``#launch-binder`` become the page's own launch links when the book is built.
-KERNEL_NOTE = ("<span class='explorer-kernel-note'>{name}: needs a live kernel: open in Colab or Binder "
-               "<a class='explorer-launch' href='#launch-colab' target='_blank' rel='noopener'>Colab</a> "
-               "<a class='explorer-launch' href='#launch-binder' target='_blank' rel='noopener'>Binder</a>"
-               "</span>")
-
-_STYLE = re.compile(r"""<[a-zA-Z][^<>]*?\sstyle=(['"])(.*?)\1[^<>]*>""", re.S)
-
-
-_FRAMES: list = []
-
-
-def _frame_classes():
-    """``HTML`` and ``Stack`` that save only what the page needs (the value, the children, the
-    selected index): the browser fills the rest with its defaults. Hundreds of them are stored."""
-    if _FRAMES:
-        return _FRAMES
-    import ipywidgets as w
-    from ipywidgets.widgets.trait_types import TypedTuple
-    from traitlets import Any, Bool, Unicode
-
-    unsynced = {"_dom_classes": TypedTuple(trait=Unicode()), "_view_count": Any(), "_view_module": Any(),
-                "_view_module_version": Any(), "_view_name": Any(), "tabbable": Any(), "tooltip": Any(),
-                "layout": Any(), "style": Any()}
-    html_only = {"description": Unicode(""), "description_allow_html": Bool(False), "placeholder": Unicode("")}
-    stack_only = {"box_style": Unicode(""), "titles": TypedTuple(trait=Unicode())}
-    frame = type("StoredView", (w.HTML,), {**{k: t.tag(sync=False) for k, t in {**unsynced, **html_only}.items()},
-                                           "__doc__": "A stored view of an explorer."})
-    stack = type("StoredViews", (w.Stack,), {**{k: t.tag(sync=False) for k, t in {**unsynced, **stack_only}.items()},
-                                             "__doc__": "Stored views, one shown."})
-    _FRAMES.extend([frame, stack])
-    return _FRAMES
+# KERNEL_NOTE, MAX_STORED_VIEWS, STATIC_VIEWS_ENV and compact_styles: importable from here too
+from .static import KERNEL_NOTE, MAX_STORED_VIEWS, STATIC_VIEWS_ENV, Node, compact_styles, static_part, storing_views  # noqa: F401
 
 
 def _same(a, b) -> bool:
@@ -123,77 +79,6 @@ def _grid_values(control, values=None):
     raise TypeError(f"the static page cannot store a grid for a {type(control).__name__}")
 
 
-class _Node:
-    """One level of the grid: the views below each value of one control. ``sig`` is the same number
-    for two nodes exactly when their sub-trees are the same (views are interned in ``ids``)."""
-
-    __slots__ = ("control", "labels", "index", "children", "sig", "collapsed")
-
-    def __init__(self, control, labels, index, children, ids: dict):
-        self.control, self.labels, self.index, self.children = control, labels, index, children
-        kids = tuple(_sig(c, ids) for c in children)
-        self.collapsed = len(set(kids)) == 1  # the views do not depend on this control here
-        self.sig = ids.setdefault((id(control), tuple(labels), index, kids), len(ids))
-
-
-def _sig(node, ids: dict) -> int:
-    return ids.setdefault(("view", node), len(ids)) if isinstance(node, str) else node.sig
-
-
-def _name(rank: int) -> str:
-    """Short class names: a, b, ..., z, aa, ab, ..."""
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    name = ""
-    rank += 1
-    while rank:
-        rank, r = divmod(rank - 1, 26)
-        name = letters[r] + name
-    return name
-
-
-def compact_styles(views: list[str], scope: str) -> tuple[list[str], str]:
-    """Move the inline style declarations the views repeat into shared classes.
-
-    Returns the views, each ``style`` attribute reduced to the declarations used once and a class
-    for the rest, and the stylesheet: its rules apply inside an element of class ``scope`` (the
-    class names are short and only mean something there) and keep inline priority with
-    ``!important``. The text of every view is unchanged. A tag that already has a class keeps its style.
-    """
-    def split(style):
-        return [d.strip() for d in style.split(";") if d.strip()]
-
-    counts: Counter[str] = Counter()
-    for view in views:
-        for match in _STYLE.finditer(view):
-            if " class=" not in match.group(0):
-                counts.update(split(match.group(2)))
-    uses: Counter[tuple] = Counter()
-    for view in views:
-        for match in _STYLE.finditer(view):
-            if " class=" not in match.group(0):
-                shared = tuple(d for d in split(match.group(2)) if counts[d] > 1)
-                if shared:
-                    uses[shared] += 1
-    names = {decls: _name(rank) for rank, (decls, _) in enumerate(uses.most_common())}
-
-    def replace(match: re.Match) -> str:
-        tag, quote, style = match.group(0), match.group(1), match.group(2)
-        if " class=" in tag:
-            return tag
-        decls = split(style)
-        shared = tuple(d for d in decls if counts[d] > 1)
-        if not shared:
-            return tag
-        rest = ";".join(d for d in decls if counts[d] <= 1)
-        attr = f" class={names[shared]}" + (f" style={quote}{rest}{quote}" if rest else "")
-        return tag.replace(f" style={quote}{style}{quote}", attr, 1)
-
-    out = [_STYLE.sub(replace, view) for view in views]
-    sheet = "".join(f".{scope} .explorer-frame .{name}{{{';'.join(d + ' !important' for d in decls)}}}"
-                    for decls, name in names.items())
-    return out, sheet
-
-
 class Explorer:
     """The base of every explorer: ``self.widget`` (controls, then ``self.view``) and its display."""
 
@@ -238,15 +123,17 @@ class Explorer:
 
     @property
     def widget(self):
-        """The explorer as one widget: the live controls and view, and the stored views for the page."""
+        """The explorer as one widget: the live controls and view, and, when ``TRANSFORMER_STATIC_VIEWS``
+        is set, the stored views for the page (:func:`transformer.viz.static.static_part`)."""
         if self._widget is None:
             import ipywidgets as w
 
-            self._widget = w.VBox([self._live, self._static()])
+            parts = [self._live, static_part(self)] if storing_views() else [self._live]
+            self._widget = w.VBox(parts)
             self._widget.add_class("explorer")
         return self._widget
 
-    # ------------------------------------------------------------------ the static page
+    # ------------------------------------------------------------------ the views over the grid
 
     def _grid(self, control, override):
         grid = _grid_values(control, override.get(control))
@@ -261,7 +148,7 @@ class Explorer:
         return values, labels
 
     def _store(self, order, override, ids, level=0):
-        """The grid below ``order[level:]`` as a tree of ``_Node`` whose leaves are the views."""
+        """The grid below ``order[level:]`` as a tree of ``Node`` whose leaves are the views."""
         if level == len(order):
             key = self._view_key()
             if key is None or key not in self._drawn:
@@ -281,7 +168,7 @@ class Explorer:
             children.append(self._store(order, override, ids, level + 1))
         if not _same(control.value, start):
             control.value = start
-        return _Node(control, labels, index, children, ids)
+        return Node(control, labels, index, children, ids)
 
     def grid(self) -> list[tuple]:
         """``(control, values, labels)`` of each control the page stores views for, in display order:
@@ -340,127 +227,6 @@ class Explorer:
                         control.value = value
                 self._update()
         return order, override, tree
-
-    def _static(self):
-        """The static part of ``self.widget``: copies of the controls linked to the stored views."""
-        import ipywidgets as w
-
-        order, _, tree = self._static_tree()
-        shown = [c for c in self.controls if c in order]  # display order: the key of data-k
-
-        # which controls are one copy above the views, and which (their options depend on another
-        # control's value) get a copy per branch, inside the views
-        levels: dict[int, list[_Node]] = {}
-
-        def collect(node):
-            if isinstance(node, _Node):
-                levels.setdefault(order.index(node.control), []).append(node)
-                for child in node.children:
-                    collect(child)
-
-        collect(tree)
-        first = {}
-        node = tree
-        while isinstance(node, _Node):
-            first[node.control] = node
-            node = node.children[node.index]
-        shared = {}
-        for level, nodes in levels.items():
-            control = order[level]
-            if all(n.labels == nodes[0].labels for n in nodes):
-                shared[control] = self._copy(control, first[control].labels, first[control].index, shown)
-
-        # the leaves: one frame per distinct view, with the grid points it stands for
-        keys: dict[str, list[str]] = {}
-
-        def paths(node, key):
-            if isinstance(node, str):
-                keys.setdefault(node, []).append(".".join(key[c] for c in shown))
-                return
-            if node.collapsed:
-                paths(node.children[0], {**key, node.control: "*"})
-            else:
-                for i, child in enumerate(node.children):
-                    paths(child, {**key, node.control: str(i)})
-
-        paths(tree, {c: "*" for c in shown})
-        if len(keys) > MAX_STORED_VIEWS:
-            raise ValueError(f"{type(self).__name__}: {len(keys)} distinct views to store, more than "
-                             f"{MAX_STORED_VIEWS}; coarsen the grid in _static_grid")
-        distinct = list(keys)
-        scope = "xs" + hashlib.md5("".join(distinct).encode()).hexdigest()[:8]
-        compact, sheet = compact_styles(distinct, scope)
-        Frame, Stacked = _frame_classes()
-        frames = {view: Frame(value=f"<div class='explorer-frame' data-k='{' '.join(keys[view])}'>{small}</div>")
-                  for view, small in zip(distinct, compact)}
-
-        built: dict[int, object] = {}
-        linked: set[tuple[str, str]] = set()
-
-        def build(node):
-            if isinstance(node, str):
-                return frames[node]
-            if node.sig in built:
-                return built[node.sig]
-            control = shared.get(node.control)
-            if node.collapsed:
-                inner = build(node.children[0])
-            else:
-                index = node.index if control is None else control.index
-                inner = Stacked(children=[build(child) for child in node.children], selected_index=index)
-            if control is None:  # a copy for this branch, shown above its views
-                control = self._copy(node.control, node.labels, node.index, shown)
-                if not node.collapsed:
-                    w.jsdlink((control, "index"), (inner, "selected_index"))
-                inner = w.VBox([control, inner])
-            elif not node.collapsed and (control.model_id, inner.model_id) not in linked:
-                linked.add((control.model_id, inner.model_id))
-                w.jsdlink((control, "index"), (inner, "selected_index"))
-            built[node.sig] = inner
-            return inner
-
-        root = w.Stack([build(tree)], selected_index=0)
-        root.add_class("explorer-view")  # announced on change in the book (book/_static/accessibility.js)
-
-        rows = []
-        for row in self._rows:
-            cells = []
-            for control in row if isinstance(row, list) else [row]:
-                if control in shared:
-                    cells.append(shared[control])
-                elif control not in order:
-                    name = html.escape(control.description or "text")
-                    value = html.escape(str(control.value))
-                    note = w.HTML(KERNEL_NOTE.format(name=f"{name} &ldquo;{value}&rdquo;"))
-                    note.add_class("explorer-note")
-                    cells.append(note)
-            if cells:
-                rows.append(w.HBox(cells) if isinstance(row, list) else cells[0])
-        style = w.HTML(f"<style>{sheet}</style>", layout=w.Layout(display="none"))
-        static = w.VBox([style, *rows, root], layout=w.Layout(display="none"))
-        static.add_class("explorer-static")
-        static.add_class(scope)
-        return static
-
-    @staticmethod
-    def _copy(control, labels, index, shown):
-        """The control's copy on the static page: the same kind where the browser can read an index
-        from it, a ``SelectionSlider`` over the grid for a slider, toggle buttons for a checkbox."""
-        import ipywidgets as w
-
-        options = [(label, i) for i, label in enumerate(labels)]
-        kwargs = {"description": control.description, "index": index}
-        width = getattr(getattr(control, "style", None), "description_width", "")
-        if isinstance(control, (w.Checkbox, w.ToggleButton)):
-            copy = w.ToggleButtons(options=options, style={"description_width": "initial"}, **kwargs)
-        elif isinstance(control, (w.Dropdown, w.ToggleButtons, w.RadioButtons, w.Select, w.SelectionSlider)):
-            copy = type(control)(options=options, **kwargs)
-        else:
-            copy = w.SelectionSlider(options=options, continuous_update=True, **kwargs)
-        if width and not isinstance(control, (w.Checkbox, w.ToggleButton)):
-            copy.style.description_width = width
-        copy.add_class(f"explorer-c{shown.index(control)}")
-        return copy
 
     def _ipython_display_(self):
         from IPython.display import display

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import torch
 
 from ._validate import require_rank, require_tensor
+from .sampling import sample_next
 
 
 def softmax_with_temperature(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -17,21 +18,20 @@ def softmax_with_temperature(logits: torch.Tensor, temperature: float = 1.0) -> 
     return (logits / temperature).softmax(dim=-1)
 
 
-def next_token(logits: torch.Tensor, temperature: float = 0.0,
-               generator: torch.Generator | None = None) -> torch.Tensor:
-    """``(batch, vocab)`` logits -> ``(batch,)`` ids: argmax when ``temperature == 0``, else a sample."""
-    require_rank("logits", logits, (2,), "(batch, vocab)")
-    if temperature == 0.0:
-        return logits.argmax(dim=-1)
-    probs = softmax_with_temperature(logits, temperature)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+def next_token(logits: torch.Tensor, temperature: float = 0.0, generator: torch.Generator | None = None,
+               top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
+    """``(batch, vocab)`` logits -> ``(batch,)`` ids: argmax when ``temperature == 0``, else a sample from
+    ``softmax(logits / temperature)``, after the top-k and top-p filters of chapter 11 if they are given
+    (see :func:`transformer.sampling.sample_next`)."""
+    return sample_next(logits, temperature, top_k, top_p, generator)
 
 
 @torch.no_grad()
 def generate(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: torch.Tensor, max_new_tokens: int,
-             eos_id: int | None = None, temperature: float = 0.0,
-             generator: torch.Generator | None = None) -> torch.Tensor:
-    """Append one token at a time: ``logits_fn(ids (batch, T)) -> (batch, T, vocab)``.
+             eos_id: int | None = None, temperature: float = 0.0, generator: torch.Generator | None = None,
+             top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
+    """Append one token at a time: ``logits_fn(ids (batch, T)) -> (batch, T, vocab)``; each token chosen
+    by :func:`next_token` (greedy, or sampled with ``temperature``, ``top_k``, ``top_p``).
 
     Stops after ``max_new_tokens`` or when every row has produced ``eos_id``;
     a row that has finished is padded with ``eos_id`` from then on.
@@ -40,7 +40,7 @@ def generate(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: torch.Te
     ids = prefix
     done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
     for _ in range(max_new_tokens):
-        tok = next_token(logits_fn(ids)[:, -1], temperature, generator)  # (batch,)
+        tok = next_token(logits_fn(ids)[:, -1], temperature, generator, top_k, top_p)  # (batch,)
         if eos_id is not None:
             tok = tok.masked_fill(done, eos_id)
             done |= tok == eos_id

@@ -17,6 +17,7 @@ from .norm import NormExplorer, signed_bars  # chapter 6
 from .masks import CrossAttentionExplorer, MaskExplorer, mask_grid_html, mask_table, plot_mask  # chapters 7, 8
 from .decoding import DecodingExplorer, plot_temperatures  # chapter 9
 from .training import TrainingProgress, TranslationExplorer, plot_losses, translation_attention  # chapter 10
+from .sampling import SamplingExplorer  # chapter 11
 
 __all__ = [
     "RecurrenceExplorer", "path_length", "plot_road_map", "sequential_steps", "surviving_fraction",
@@ -28,4 +29,5 @@ __all__ = [
     "CrossAttentionExplorer", "MaskExplorer", "mask_grid_html", "mask_table", "plot_mask",
     "DecodingExplorer", "plot_temperatures",
     "TrainingProgress", "TranslationExplorer", "plot_losses", "translation_attention",
+    "SamplingExplorer",
 ]

@@ -15,10 +15,14 @@ chapter            module
 8 cross-attention  :mod:`transformer.blocks` (``DecoderBlock``)
 9 output head      :mod:`transformer.heads`, :mod:`transformer.decoding`
 10 the model       :mod:`transformer.config`, :mod:`transformer.model`, :mod:`transformer.train`,
-                   :mod:`transformer.progress`, :mod:`transformer.data`, :mod:`transformer.vision`
+                   :mod:`transformer.progress`, :mod:`transformer.data`, :mod:`transformer.evaluation`
 11 GPT, BERT, ViT  :mod:`transformer.sampling`, :mod:`transformer.pretraining`, :mod:`transformer.model`,
-                   :mod:`transformer.vision`
+                   :mod:`transformer.vision`, :mod:`transformer.hf` (Hugging Face's GPT-2 and BERT)
 =================  ===========================================================
+
+Looking inside a model: :mod:`transformer.inspect` (forward hooks). The tiny model
+trained once for the chapters: :mod:`transformer.pretrained`. Pictures and explorers:
+:mod:`transformer.viz`; the exercises' checks: :mod:`transformer.checks`.
 """
 
 from . import viz

@@ -255,7 +255,7 @@ class Corpus:
 
 def mask_words(ids: torch.Tensor, mask_id: int, generator: torch.Generator, pad_id: int = 0,
                keep: Sequence[int] = ()) -> tuple[torch.Tensor, torch.Tensor]:
-    """Hide one word per row, for fill-in-the-blank training of an encoder-only model (chapter 10).
+    """Hide one word per row, for fill-in-the-blank training of an encoder-only model (chapters 10 and 11).
 
     ``ids (batch, T)`` -> ``(masked, labels)``, both ``(batch, T)``: in each row one
     position, drawn uniformly among those that are neither ``pad_id`` nor in

@@ -5,7 +5,7 @@ it with Adam and a short warm-up, and calls back after every step (to show a
 progress bar, say); :func:`translate`
 and :func:`exact_match` measure what the translator learned. The loss
 functions :func:`translation_loss`, :func:`next_token_loss` and
-:func:`masked_token_loss` train the three kinds of model of chapter 10.
+:func:`masked_token_loss` train the three kinds of model of chapters 10 and 11.
 """
 
 from __future__ import annotations

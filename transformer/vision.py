@@ -1,4 +1,4 @@
-"""A tiny Vision Transformer (chapter 10).
+"""A tiny Vision Transformer (chapter 11).
 
 An image becomes a sequence: cut it into ``p x p`` patches, flatten each patch
 into a vector of ``C * p * p`` numbers, and project it to ``d_model`` with one
@@ -38,7 +38,7 @@ def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
 
 
 class VisionTransformer(nn.Module):
-    """``forward(images (batch, C, H, W)) -> logits (batch, n_classes)`` (chapter 10).
+    """``forward(images (batch, C, H, W)) -> logits (batch, n_classes)`` (chapter 11).
 
     Pre-norm encoder blocks with GELU, as in ViT; the ``[class]`` token's final
     vector goes through a LayerNorm (the encoder's final norm) and a linear head.

@@ -21,7 +21,8 @@ def test_solutions_earn_everything_and_blanks_nothing(assignment, tmp_path):
     subs.mkdir()
     nbformat.write(make_submission(assignment), subs / "solved.ipynb")
     nbformat.write(make_submission(assignment, solved=False), subs / "blank.ipynb")
-    proc = subprocess.run([sys.executable, "-m", "grader", assignment, str(subs), "--out", str(out)],
+    # one worker: two submissions do not pay for starting a pool (the workers' own imports of torch)
+    proc = subprocess.run([sys.executable, "-m", "grader", assignment, str(subs), "--out", str(out), "--jobs", "1"],
                           cwd=ROOT, env=venv_env(), capture_output=True, text=True, timeout=900)
     with open(out / assignment / "grades.csv", newline="", encoding="utf-8") as f:
         rows = {r["student"]: r for r in csv.DictReader(f)}

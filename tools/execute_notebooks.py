@@ -7,8 +7,9 @@ lets the rendered book draw the explorers. The kernels run with
 ``TRANSFORMER_STATIC_VIEWS=1``, so every explorer also stores its views over
 its grid for the static page (``transformer/viz/static.py``); a kernel without
 it (JupyterLab, strict nbval) builds the live explorer only, with the same
-text outputs. Strict nbval later re-runs every notebook and compares its
-outputs with what this script stored.
+text outputs. They also run with one thread: strict nbval (``make test``)
+re-runs every notebook with two threads on AVX2 code and compares its outputs
+with what this script stored, so they must depend on neither.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def execute(path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=600, kernel_name="python3", store_widget_state=True,
                             resources={"metadata": {"path": str(path.parent)}})
-    client.execute(env={**os.environ, STATIC_VIEWS_ENV: "1"})  # the kernel's: explorers store their views
+    # the kernel's environment: explorers store their views; one thread (the check runs two)
+    client.execute(env={**os.environ, STATIC_VIEWS_ENV: "1", "OMP_NUM_THREADS": "1"})
     for cell in nb.cells:
         cell.metadata.pop("execution", None)
     nbformat.write(nb, path)

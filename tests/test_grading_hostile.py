@@ -108,7 +108,7 @@ SUBMISSIONS = {
     "05_kill": Sub(added=_added("kill")),
     "06_honest": Sub(),
     "07_sabotage": Sub(_solved("ex1_answer", "sabotage")),
-    "08_memory_hog": Sub(added=_added("memory")),
+    "08_memory_hog": Sub(added=_added("memory_map") + _added("memory")),
     "09_honest": Sub(),
     "10_wrong": Sub({"ex2_answer": NO_SCALE}, score=WRONG),
     "11_patch": Sub(_wrong("patch"), score=WRONG),

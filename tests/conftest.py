@@ -23,11 +23,9 @@ ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir(
 # The slowest files first, as measured by `make test --durations` (seconds, on two shared cores):
 # with `--dist loadfile --no-loadscope-reorder` the workers take files in this order, so the quick
 # files fill in at the end instead of one long file running alone while the other worker waits.
-# The grading of all assignments goes beside the start of the hostile batch, whose CPU hog spins
-# there; the browser's many processes would lose more to it.
 SLOWEST_FIRST = ("test_grading_hostile",    # 96: one batch of attacks, bounded in time by design
-                 "test_grading_all",        # 60: twelve assignments graded
                  "test_accessibility",      # 75 after the book build: 32 pages in Chromium
+                 "test_grading_all",        # 60: twelve assignments graded
                  "test_grading",            # 50
                  "test_static_explorers",   # 25
                  "test_book",               # 20: builds the book the browser tests share

@@ -71,7 +71,7 @@ lint: $(ENV_STAMP)
 
 # lint first: it takes a second, and a finding there should not wait minutes for the rest.
 test: lint $(ASSETS_STAMP) system
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 tests
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25 tests
 	$(NBVAL_ENV) $(PY) $(NBVAL)
 
 test-fast: $(ENV_STAMP)

@@ -20,24 +20,6 @@ torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
 
-# The slowest files first, as measured by `make test --durations` (seconds, on two shared cores):
-# with `--dist loadfile --no-loadscope-reorder` the workers take files in this order, so the quick
-# files fill in at the end instead of one long file running alone while the other worker waits.
-SLOWEST_FIRST = ("test_grading_hostile",    # 96: one batch of attacks, bounded in time by design
-                 "test_accessibility",      # 75 after the book build: 32 pages in Chromium
-                 "test_grading_all",        # 60: twelve assignments graded
-                 "test_grading",            # 50
-                 "test_static_explorers",   # 25
-                 "test_book",               # 20: builds the book the browser tests share
-                 "test_exercises",          # 20
-                 "test_bench", "test_capstone")
-
-
-def pytest_collection_modifyitems(items):
-    rank = {name: i for i, name in enumerate(SLOWEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.stem, len(rank)))
-
-
 def venv_env() -> dict[str, str]:
     """The environment for subprocesses: this interpreter's bin folder first (nbgrader calls `alembic`)."""
     env = dict(os.environ)

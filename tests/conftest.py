@@ -20,8 +20,9 @@ torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parent.parent
 ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
 
+
 def venv_env() -> dict[str, str]:
-    """The environment for subprocesses: this interpreter's bin folder first (nbgrader calls `alembic`)."""
+    """The environment for subprocesses: this interpreter's bin folder first, so they find the venv's tools."""
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return env

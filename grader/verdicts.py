@@ -1,7 +1,9 @@
 """Step 3: verdicts, decided here from the kernel's replies and the grader's own references.
 
-A grade cell earns its points when every one of its hidden cases passes. A reply that is missing,
-malformed, or an error scores 0 for that case, with the reason. Nothing the kernel printed or
+A grade cell earns its points when every one of its scored hidden cases passes. A reply that is
+missing, malformed (not of its probe's form), or an error scores 0 for that case, with the reason.
+A case that is not scored (a property only the kernel can report, see :class:`grader.hidden.Case`)
+is shown as "reported by your kernel" and changes no points. Nothing the kernel printed or
 displayed counts.
 """
 
@@ -11,6 +13,9 @@ import builtins
 from dataclasses import dataclass, field
 
 from grader import hidden
+from grader.hidden.judge import Malformed
+
+REPORTED = "reported by your kernel"
 
 
 @dataclass
@@ -19,30 +24,42 @@ class Verdict:
     max_points: float
     passed: int
     total: int
-    failures: list[str] = field(default_factory=list)   # "what was tested: what is wrong"
+    failures: list[str] = field(default_factory=list)   # "what was tested: what is wrong" (scored cases)
+    reported: list[str] = field(default_factory=list)   # the same, for cases the kernel reports (no points)
 
 
-def judge_cell(cases: list[hidden.Case], replies: list, max_points: float) -> Verdict:
-    failures = []
-    for case, (kind, reply) in zip(cases, replies + [("missing", "no reply")] * (len(cases) - len(replies))):
-        if kind == "ok":
-            try:
-                problem = case.judge(reply)
-            except Exception as exc:  # noqa: BLE001 - a reply the judge cannot read is a wrong reply
-                problem = f"the result could not be compared ({type(exc).__name__}: {str(exc)[:120]})"
-        elif kind == "error":  # a message, or a type made up on the spot, could carry the hidden inputs back
-            name = str(reply).split(":")[0]
-            shown = name if isinstance(getattr(builtins, name, None), type) else "an exception of its own type"
-            problem = f"raised {shown} (run the visible check to see the message)"
-        else:
-            problem = f"no usable answer ({reply})"
+def problem_of(case: hidden.Case, kind: str, reply) -> str | None:
+    """What is wrong with one reply (``kind`` as :func:`grader.run.read_reply` gives it), or None."""
+    if kind == "ok":
+        try:
+            return case.judge(reply)
+        except Malformed as exc:
+            return f"the reply is not of the form the probe writes ({exc})"
+        except Exception as exc:  # noqa: BLE001 - a reply the judge cannot read is a wrong reply
+            return f"the result could not be compared ({type(exc).__name__})"
+    if kind == "error":  # a message, or a type made up on the spot, could carry the hidden inputs back
+        name = str(reply).split(":")[0]
+        shown = name if isinstance(getattr(builtins, name, None), type) else "an exception of its own type"
+        return f"raised {shown} (run the visible check to see the message)"
+    return f"no usable answer ({reply})"
+
+
+def judge_cell(cases: list[hidden.Case], problems: list[str | None], max_points: float) -> Verdict:
+    """The verdict of one grade cell from each case's problem (None: passed), in the cases' order."""
+    if len(problems) != len(cases):
+        raise ValueError(f"problems: expected one per case ({len(cases)}), got {len(problems)}")
+    failures, reported = [], []
+    for case, problem in zip(cases, problems, strict=True):
         if problem:
-            failures.append(f"{case.what}: {problem}")
-    passed = len(cases) - len(failures)
-    return Verdict(max_points if not failures and cases else 0.0, max_points, passed, len(cases), failures)
+            (failures if case.scored else reported).append(f"{case.what}: {problem}")
+    scored = [c for c in cases if c.scored]
+    passed = len(scored) - len(failures)
+    return Verdict(max_points if scored and not failures else 0.0, max_points, passed, len(scored), failures,
+                   reported)
 
 
-def judge(assignment: str, replies: dict[str, list], max_points: dict[str, float]) -> dict[str, Verdict]:
-    """grade_id -> verdict, for every grade cell of the assignment."""
-    all_cases = hidden.cases(assignment)
-    return {gid: judge_cell(all_cases.get(gid, []), replies.get(gid, []), pts) for gid, pts in max_points.items()}
+def judge_replies(cases: list[hidden.Case], replies: list, max_points: float) -> Verdict:
+    """:func:`judge_cell` for replies given as (kind, value) pairs; a missing one counts as no reply."""
+    replies = list(replies)[: len(cases)]
+    replies += [("missing", "no reply")] * (len(cases) - len(replies))
+    return judge_cell(cases, [problem_of(c, k, r) for c, (k, r) in zip(cases, replies, strict=True)], max_points)

@@ -1,33 +1,35 @@
 """Hidden tests, decided by the grader: one module per assignment (``a04.py`` for assignment 04).
 
 A hidden test never runs its verdict inside the student's kernel. Each grade cell of an assignment
-has a function in its module, named after the cell's ``grade_id``, that yields :class:`Case` s:
+has a function in its module, named after the cell's ``grade_id``, that takes the run's secret
+``seed`` and yields :class:`Case` s:
 
 - ``what``: what is tested, in words (the feedback page shows it when the case fails);
-- ``request``: which probe the kernel runs, on which inputs (plain data chosen here, seeded);
-- ``judge``: a function of the probe's reply that returns what is wrong, in words, or ``None``.
+- ``request``: which probe the kernel runs, on which inputs (plain data drawn here from the seed);
+- ``judge``: a function of the probe's reply that returns what is wrong, in words, or ``None``;
+- ``scored``: ``False`` for a property only the kernel can report (an input changed in place, a
+  call made): it is shown as "reported by your kernel" and earns nothing either way, because a
+  forged reply could claim it.
 
-Probes are the only code of this package that runs in the kernel. :func:`call` and :func:`value`
-cover most exercises; an assignment defines its own with :func:`probe` (self-contained functions:
-their source is sent to the kernel). A probe returns plain data (see ``grader/plain.py``), and the
-judge compares it with a reference computed here, outside the student's process.
+Inputs come from :func:`generator` / :func:`rng` of the seed, so a run whose seed is secret asks
+questions no one has seen, and a regrade with the recorded seed asks the same ones. Answers fixed
+by the lectures (the flying arrows, the hand-worked tables) do not depend on the seed.
+
+The probes themselves are kernel-side code in ``grader/kernel_side/probes/``: :func:`calls` and
+:func:`reads` cover most exercises; ``Request("aNN.name", inputs)`` names an assignment's own probe.
+A judge reads a reply through :mod:`grader.hidden.judge`'s strict helpers (:func:`judge.fields`,
+:func:`judge.items`): a reply of another form is malformed and fails the case.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
-import inspect
-import textwrap
+import random
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-PROBES: dict[str, Callable] = {}
-
-
-def probe(fn: Callable) -> Callable:
-    """Mark ``fn(user, **inputs)`` as a probe: it runs in the kernel, ``user`` is the student's namespace."""
-    PROBES[fn.__name__] = fn
-    return fn
+import torch
 
 
 @dataclass
@@ -41,21 +43,7 @@ class Case:
     what: str
     request: Request
     judge: Callable[[object], str | None]
-
-
-@probe
-def call(user, name, args=(), kwargs=None):
-    """``name(*args, **kwargs)`` in the student's namespace; the result and the arguments after the call."""
-    fn = user[name]
-    args = list(args)
-    out = fn(*args, **(kwargs or {}))
-    return {"out": out, "args": args}
-
-
-@probe
-def value(user, name):
-    """The value the student bound to ``name``."""
-    return user[name]
+    scored: bool = True
 
 
 def calls(name: str, *args, **kwargs) -> Request:
@@ -68,13 +56,29 @@ def reads(name: str) -> Request:
     return Request("value", {"name": name})
 
 
-def probe_source() -> str:
-    """The source of every probe, for the kernel (decorators dropped)."""
-    parts = []
-    for fn in PROBES.values():
-        src = textwrap.dedent(inspect.getsource(fn))
-        parts.append("\n".join(ln for ln in src.splitlines() if not ln.startswith("@")))
-    return "\n\n".join(parts)
+def derive(seed: int, name: str) -> int:
+    """A 63-bit seed for the inputs called ``name``, from the run's ``seed`` (stable across processes)."""
+    digest = hashlib.sha256(f"{int(seed)}:{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def generator(seed: int, name: str) -> torch.Generator:
+    """A torch generator for the inputs called ``name`` (e.g. the grade cell's id)."""
+    return torch.Generator().manual_seed(derive(seed, name))
+
+
+def rng(seed: int, name: str) -> random.Random:
+    """A Python ``random.Random`` for the inputs called ``name``."""
+    return random.Random(derive(seed, name))
+
+
+# TRANSITIONAL, removed when every module is ported: an unported module's probes and seedless cases.
+PROBES: dict[str, Callable] = {}
+
+
+def probe(fn: Callable) -> Callable:
+    PROBES[fn.__name__] = fn
+    return fn
 
 
 def module_for(assignment: str):
@@ -82,13 +86,16 @@ def module_for(assignment: str):
     return importlib.import_module(f"{__name__}.a{assignment[:2]}")
 
 
-def cases(assignment: str) -> dict[str, list[Case]]:
-    """grade_id -> the cases of that grade cell, in order."""
+def cases(assignment: str, seed: int) -> dict[str, list[Case]]:
+    """grade_id -> the cases of that grade cell, in order, for the run's ``seed``."""
     mod = module_for(assignment)
-    return {gid: list(getattr(mod, gid)()) for gid in mod.GRADED}
+    import inspect  # TRANSITIONAL
+
+    return {gid: list(getattr(mod, gid)(*([seed] if inspect.signature(getattr(mod, gid)).parameters else [])))
+            for gid in mod.GRADED}
 
 
-def all_cases(assignment: str) -> Iterator[tuple[str, Case]]:
-    for gid, group in cases(assignment).items():
+def all_cases(assignment: str, seed: int) -> Iterator[tuple[str, Case]]:
+    for gid, group in cases(assignment, seed).items():
         for case in group:
             yield gid, case

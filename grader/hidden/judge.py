@@ -2,7 +2,12 @@
 
 The messages follow the visible checks: the wrong type, the shape by named dimension, the dtype,
 NaN or infinity, how many values are wrong and where the first one is, a changed input. They never
-show the expected values.
+show the expected values, and never echo what the student's code chose (a class name, a shape, a
+string): only fixed words and numbers the grader computed.
+
+A reply is hostile data: judges read it through :func:`fields` and :func:`items`, which demand the
+exact form (keys, lengths) and raise :class:`Malformed` otherwise, so a forged or truncated reply
+fails its case instead of skipping a check.
 """
 
 from __future__ import annotations
@@ -12,24 +17,43 @@ import math
 import numpy as np
 import torch
 
-from grader.plain import Unplain
 from transformer.checks.core import as_int, as_number  # noqa: F401 - the visible checks' reading of a number, for every hidden test
 
 
+class Malformed(ValueError):
+    """A reply that is not of the form its probe writes (a missing or extra key, a wrong length)."""
+
+
+def fields(reply, *names: str) -> tuple:
+    """The values of ``names`` in ``reply``, which must be a dict with exactly these keys."""
+    if not isinstance(reply, dict) or set(reply) != set(names):
+        raise Malformed(f"expected a reply with the fields {', '.join(names)}")
+    return tuple(reply[n] for n in names)
+
+
+def items(value, n: int, what: str = "the reply") -> list:
+    """``value`` as a list, which must hold exactly ``n`` items (a list or tuple)."""
+    if not isinstance(value, (list, tuple)) or len(value) != n:
+        raise Malformed(f"{what}: expected {n} items")
+    return list(value)
+
+
+PLAIN = {bool: "a bool", int: "an int", float: "a float", str: "a str", list: "a list", tuple: "a tuple",
+         dict: "a dict", type(None): "None"}
+
+
 def describe(x) -> str:
-    """What a reply is, in words (its type, or its shape), never its values."""
-    if isinstance(x, Unplain):
-        return f"an object of type {x.kind}"
+    """What a reply is, in fixed words (its kind, a tensor's rank), never anything the student chose."""
     if isinstance(x, torch.Tensor):
-        return f"a tensor of shape {tuple(x.shape)}"
+        return f"a tensor with {x.dim()} dimension(s)"
     if isinstance(x, np.ndarray):
-        return f"an array of shape {x.shape}"
-    return f"a {type(x).__name__}"
+        return f"an array with {x.ndim} dimension(s)"
+    return PLAIN.get(type(x), "an object that is not plain data (not a tensor, number, str, list or dict)")
 
 
 def _shape(shape, dims) -> str:
     if dims and len(dims) == len(shape):
-        return "(" + ", ".join(f"{d}={n}" for d, n in zip(dims, shape)) + ")"
+        return "(" + ", ".join(f"{d}={n}" for d, n in zip(dims, shape, strict=True)) + ")"
     return str(tuple(shape))
 
 
@@ -43,10 +67,11 @@ def tensor(got, want: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4, dims
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {describe(got)}"
     if tuple(got.shape) != tuple(want.shape):
-        same_rank = len(got.shape) == len(want.shape)
-        wrong = [d for d, a, b in zip(dims or [], got.shape, want.shape) if a != b] if same_rank else []
-        which = f" ({', '.join(wrong)} wrong)" if wrong else ""
-        return f"expected shape {_shape(want.shape, dims)}, got {tuple(got.shape)}{which}"
+        if got.dim() != want.dim():
+            return f"expected shape {_shape(want.shape, dims)}, got a tensor with {min(got.dim(), 99)} dimension(s)"
+        names = dims if dims and len(dims) == want.dim() else [f"dimension {i}" for i in range(want.dim())]
+        wrong = [d for d, a, b in zip(names, got.shape, want.shape, strict=True) if a != b]
+        return f"expected shape {_shape(want.shape, dims)}; the size of {', '.join(wrong)} is wrong"
     if dtype == "exact" and got.dtype != want.dtype:
         return f"expected dtype {want.dtype}, got {got.dtype}"
     if dtype == "kind" and _kind(got.dtype) != _kind(want.dtype):
@@ -93,15 +118,19 @@ def numbers(got, want: list[float], tol: float = 1e-3, name: str = "the values")
         return f"{name}: expected a list of {len(want)} numbers, got {describe(got)}"
     if len(got) != len(want):
         return f"{name}: expected {len(want)} numbers, got {len(got)}"
-    wrong = [i for i, (g, w) in enumerate(zip(got, want)) if number(g, w, tol) is not None]
+    wrong = [i for i, (g, w) in enumerate(zip(got, want, strict=True)) if number(g, w, tol) is not None]
     if wrong:
         return f"{name}: {len(wrong)} of {len(want)} are wrong (the first at position {wrong[0]})"
     return None
 
 
 def unchanged(before: list, after: list, names: list[str]) -> str | None:
-    """The inputs a function got must be as they were: it may not change its arguments in place."""
-    for name, a, b in zip(names, before, after):
+    """The inputs a function got must be as they were: it may not change its arguments in place.
+
+    ``after`` comes from the kernel, so this is a property the kernel reports: use it in a case with
+    ``scored=False``."""
+    after = items(after, len(before), "the arguments after the call")
+    for name, a, b in zip(names, before, after, strict=True):
         if isinstance(a, torch.Tensor):
             if not isinstance(b, torch.Tensor) or b.shape != a.shape or not torch.equal(a, b):
                 return f"the input {name} was changed in place; return a new value instead"
@@ -116,7 +145,10 @@ def returns(ref: torch.Tensor, dims=None, **kw):
     The arguments may have been changed in place: every case sends its own copy, and the visible checks
     allow it too.
     """
-    return lambda reply: tensor(reply["out"], ref, dims=dims, **kw)
+    def judge(reply):
+        out, _args = fields(reply, "out", "args")
+        return tensor(out, ref, dims=dims, **kw)
+    return judge
 
 
 def entry(key: str, check, name: str = "answers"):

@@ -14,9 +14,10 @@ import signal
 import nbformat
 import pytest
 
-from grader import hidden, plain
-from grader.run import read_reply
-from grader.verdicts import judge_cell
+from grader import hidden
+from grader.kernel_side import plain, probes
+from grader.replies import read_reply
+from grader.verdicts import judge_replies
 from transformer import checks
 
 from bank import CHECKS, KEEPS_INPUTS, RIGHT, WRONG
@@ -24,6 +25,7 @@ from conftest import notebook_path, setup_source
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # a wrong answer may make PyTorch warn
 LIMIT = 20  # seconds; an answer that runs longer fails, as a cell stopped by the grader's timeout would
+SEED = 20261125  # any seed: a grading run draws a secret one
 
 
 class TimedOut(Exception):
@@ -69,7 +71,7 @@ def namespace(assignment: str, cell: str, answer: str) -> dict:
 def verdict(assignment: str, cell: str, answer: str, tmp_path):
     """The verdict of the grade cell that judges ``cell`` when ``answer`` is written there."""
     gid = graded_by(assignment)[cell]
-    cases = hidden.cases(assignment)[gid]
+    cases = hidden.cases(assignment, SEED)[gid]
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(LIMIT)
     replies = []
@@ -77,14 +79,16 @@ def verdict(assignment: str, cell: str, answer: str, tmp_path):
         try:
             ns = namespace(assignment, cell, answer)
         except Exception as exc:  # noqa: BLE001 - an answer that raises when defined answers nothing
-            return judge_cell(cases, [("error", repr(exc))] * len(cases), 1.0)
+            return judge_replies(cases, [("error", repr(exc))] * len(cases), 1.0)
         for i, case in enumerate(cases):
             there = tmp_path / f"{gid}-{i}"
             there.mkdir()
             sent = plain.encode({"probe": case.request.probe, "inputs": case.request.inputs}, there)
             request = plain.decode(sent, str(there), tensors=True)
             try:
-                value = hidden.PROBES[request["probe"]](ns, **request["inputs"])
+                name = request["probe"]
+                run = hidden.PROBES[name] if name in hidden.PROBES else probes.resolve(name)  # TRANSITIONAL
+                value = run(ns, **request["inputs"])
                 tree = {"ok": plain.encode(value, there)}
             except TimedOut:
                 tree = {"error": "TimedOut"}
@@ -92,11 +96,11 @@ def verdict(assignment: str, cell: str, answer: str, tmp_path):
                 tree = {"error": f"{type(exc).__name__}: {exc}"}
             import json
             (there / "reply.json").write_text(json.dumps(tree))
-            replies.append(read_reply(there))
+            replies.append(read_reply(there)[:2])
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-    return judge_cell(cases, replies, 1.0)
+    return judge_replies(cases, replies, 1.0)
 
 
 CELLS = [(a, c) for a, cells in WRONG.items() for c in cells]
@@ -105,7 +109,7 @@ CELLS = [(a, c) for a, cells in WRONG.items() for c in cells]
 @pytest.mark.parametrize("assignment,cell", CELLS, ids=[f"{a[:2]}-{c}" for a, c in CELLS])
 def test_hidden_tests_pass_the_solution(assignment, cell, tmp_path):
     gid = graded_by(assignment)[cell]
-    assert hidden.cases(assignment)[gid], f"{gid}: no hidden tests"
+    assert hidden.cases(assignment, SEED)[gid], f"{gid}: no hidden tests"
     solution = dict(answers(assignment))[cell]
     result = verdict(assignment, cell, solution, tmp_path)
     assert not result.failures, result.failures
@@ -191,19 +195,20 @@ CHANGING = _changing_cells()
 @pytest.mark.parametrize("assignment,cell,wrapper", CHANGING, ids=[f"{a[:2]}-{c}" for a, c, _ in CHANGING])
 def test_inputs_changed_in_place_are_judged_alike(assignment, cell, wrapper, tmp_path):
     """Where the exercise allows it, an answer that changes its inputs in place passes the visible check and the
-    hidden tests; where it says not to (``KEEPS_INPUTS``), both reject it and the visible check says why."""
+    hidden tests; where it says not to (``KEEPS_INPUTS``), the visible check rejects it and says why, and the hidden
+    tests report it (only the kernel can see its inputs after the call, so the report earns nothing either way)."""
     check, name = CHECKS[assignment][cell]
     source = dict(answers(assignment))[cell] + _CHANGES_ITS_INPUTS + wrapper.format(name=name)
     ns = namespace(assignment, cell, source)
     kept = KEEPS_INPUTS[assignment].get(cell)
-    failures = verdict(assignment, cell, source, tmp_path).failures
+    result = verdict(assignment, cell, source, tmp_path)
+    assert not result.failures, result.failures
     if kept is None:
         exec(f"{check}({name})", ns)
-        assert not failures, failures
     else:
         with pytest.raises(checks.CheckFailed, match=re.escape(kept)):
             exec(f"{check}({name})", ns)
-        assert failures
+        assert any("changed in place" in r for r in result.reported), result.reported
 
 
 def test_every_grade_cell_has_hidden_tests():
@@ -224,11 +229,18 @@ def test_hidden_tests_never_appear_in_the_notebooks():
         assert "BEGIN HIDDEN TESTS" not in text, assignment
 
 
-def test_hidden_inputs_are_the_same_every_run(tmp_path):
-    """Seeded: two runs ask every student the same questions."""
+def _inputs(case, folder):
+    folder.mkdir(exist_ok=True)
+    tree = plain.encode(case.request.inputs, folder)
+    return tree, {f.name: f.read_bytes() for f in folder.iterdir()}
+
+
+def test_hidden_inputs_are_the_same_for_the_same_seed(tmp_path):
+    """A regrade with the run's recorded seed asks every student the same questions."""
     import conftest
     for assignment in conftest.ASSIGNMENTS:
-        for (gid, a), (_, b) in zip(hidden.all_cases(assignment), hidden.all_cases(assignment)):
+        for (gid, a), (_, b) in zip(hidden.all_cases(assignment, SEED), hidden.all_cases(assignment, SEED),
+                                    strict=True):
             (tmp_path / "a").mkdir(exist_ok=True)
             (tmp_path / "b").mkdir(exist_ok=True)
             ta = plain.encode(a.request.inputs, tmp_path / "a")
@@ -236,6 +248,24 @@ def test_hidden_inputs_are_the_same_every_run(tmp_path):
             assert ta == tb and a.what == b.what, gid
             for f in (tmp_path / "a").iterdir():
                 assert f.read_bytes() == (tmp_path / "b" / f.name).read_bytes(), gid
+
+
+# Grade cells whose questions are fixed by the lectures or the exercise's text (worked by hand), not drawn from the
+# seed, besides those that only read a value the student wrote (``reads``).
+FIXED_BY_THE_LECTURES = {"ex1_flying_arrows"}
+
+
+def test_hidden_inputs_change_with_the_seed(tmp_path):
+    """Another seed, other questions: a table of one run's (input, output) pairs answers no other run's."""
+    import conftest
+    for assignment in conftest.ASSIGNMENTS:
+        one, two = hidden.cases(assignment, SEED), hidden.cases(assignment, SEED + 1)
+        for gid in one:
+            if gid in FIXED_BY_THE_LECTURES or all(c.request.probe == "value" for c in one[gid]):
+                continue
+            a = [_inputs(c, tmp_path / f"{gid}-a{i}") for i, c in enumerate(one[gid])]
+            b = [_inputs(c, tmp_path / f"{gid}-b{i}") for i, c in enumerate(two[gid])]
+            assert a != b, f"{assignment} {gid}: the same questions for two seeds"
 
 
 @pytest.mark.parametrize("assignment,cell", CELLS, ids=[f"{a[:2]}-{c}" for a, c in CELLS])

@@ -1,0 +1,47 @@
+"""The kernel's replies, read on the grader's side as hostile plain data.
+
+A reply lies in a folder the kernel wrote (``out/<grade id>/<case>/``): ``reply.json`` holds
+``{"ok": <plain tree>}`` or ``{"error": "<type>: <message>"}``, and ``"ran"``, the forbidden
+callables the kernel says it saw run (a list of names). It is read without following links or
+waiting on pipes, within :class:`grader.kernel_side.plain.Budget`, and only as plain data.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+from grader.kernel_side import plain
+
+
+class Reply(NamedTuple):
+    kind: str       # ok, error, missing, malformed
+    value: object   # the value (ok), the error's text (error), or why (missing, malformed)
+    ran: tuple = ()  # names the kernel reported as run (only names the grader asked about)
+
+
+def read_reply(root: Path, rel: str = ".", watched: tuple = ()) -> Reply:
+    """The reply in ``root/rel`` (``root`` is trusted, ``rel`` and everything below it are not).
+
+    ``watched``: the names the grader asked the kernel to watch for; other names it reports are dropped.
+    """
+    folder = (str(root), rel)
+    try:
+        tree = plain.read_json(root, f"{rel}/reply.json")
+    except FileNotFoundError:
+        return Reply("missing", "no reply")
+    except (Exception, RecursionError) as exc:  # noqa: BLE001 - anything unreadable is malformed
+        return Reply("malformed", f"unreadable reply ({type(exc).__name__})")
+    if not isinstance(tree, dict):
+        return Reply("malformed", "a reply that is neither a value nor an error")
+    ran = tree.get("ran", [])
+    ran = tuple(n for n in watched if isinstance(ran, list) and n in ran[:100])
+    keys = set(tree) - {"ran"}
+    try:
+        if keys == {"error"}:
+            return Reply("error", str(tree["error"])[:300], ran)
+        if keys == {"ok"}:
+            return Reply("ok", plain.decode(tree["ok"], folder, tensors=True, budget=plain.Budget()), ran)
+        return Reply("malformed", "a reply that is neither a value nor an error", ran)
+    except (Exception, RecursionError) as exc:  # noqa: BLE001
+        return Reply("malformed", f"a reply that is not plain data within its budget ({type(exc).__name__})", ran)

@@ -172,8 +172,9 @@ STRICT_CELLS = [(a, c) for a, c in CELLS if a[:2] in STRICT]
 @pytest.mark.parametrize("assignment,cell", STRICT_CELLS, ids=[f"{a[:2]}-{c}" for a, c in STRICT_CELLS])
 def test_forged_replies_never_pass_a_wrong_answer(assignment, cell, tmp_path):
     """A kernel that rewrites a wrong answer's reply into another form (a field dropped, a list cut short, ``args``
-    emptied) gets no scored case that the honest reply failed: the judges demand the probe's exact form."""
-    forged_some = False
+    emptied) gets no scored case that the honest reply failed: the judges demand the probe's exact form. (A cell that
+    only reads a value the student bound has no probe's form to break: its value is forged like any wrong answer.)"""
+    forged_some = all(c.request.probe == "value" for c in hidden.cases(assignment, SEED)[graded_by(assignment)[cell]])
     for i, (mistake, src, _hint) in enumerate(WRONG[assignment][cell]):
         sub = tmp_path / str(i)
         sub.mkdir()
@@ -184,7 +185,7 @@ def test_forged_replies_never_pass_a_wrong_answer(assignment, cell, tmp_path):
             for forged in forgeries(reply):
                 forged_some = True
                 assert problem_of(case, "ok", forged), (mistake, case.what)
-    assert forged_some, f"{cell}: no wrong answer in the bank gave a reply to forge"
+    assert forged_some, f"{cell}: no wrong answer in the bank gave a probe's reply to forge"
 
 
 RIGHT_CASES = [(a, cell, what, src) for a, cells in RIGHT.items() for cell, rights in cells.items()

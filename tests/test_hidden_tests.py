@@ -151,9 +151,16 @@ STRICT = {"00", "01", "02", "03", "04", "05", "06"}
 
 
 def forgeries(reply):
-    """The reply a probe wrote, with its form broken: each field dropped, ``args`` emptied, a list of replies
-    emptied or cut short by one, and the same inside that list's first reply. The values computed stay as they were
-    (cutting a wrong list of ids short could make it right, which a forger has to compute)."""
+    """The reply a probe wrote, with its form broken: wrapped in a list or a call's reply, each field dropped,
+    ``args`` emptied, a list of replies emptied or cut short by one, and the same inside that list's first reply. The
+    values computed stay as they were (cutting a wrong list of ids short could make it right, which a forger has to
+    compute)."""
+    yield [reply]
+    yield {"out": reply, "args": []}
+    yield from _broken(reply)
+
+
+def _broken(reply):
     if isinstance(reply, dict):
         for key in reply:
             yield {k: v for k, v in reply.items() if k != key}
@@ -162,7 +169,7 @@ def forgeries(reply):
     elif isinstance(reply, list) and reply and all(isinstance(r, dict) for r in reply):
         yield []
         yield reply[:-1]
-        for forged in forgeries(reply[0]):
+        for forged in _broken(reply[0]):
             yield [forged, *reply[1:]]
 
 
@@ -180,7 +187,8 @@ def test_forged_replies_never_pass_a_wrong_answer(assignment, cell, tmp_path):
         sub.mkdir()
         cases, replies = ask(assignment, cell, src, sub)
         for case, (kind, reply) in zip(cases, replies, strict=True):
-            if not case.scored or kind != "ok" or problem_of(case, kind, reply) is None:
+            honest_fails = kind == "ok" and problem_of(case, kind, reply) is not None
+            if case.request.probe == "value" or not case.scored or not honest_fails:
                 continue
             for forged in forgeries(reply):
                 forged_some = True

@@ -136,7 +136,8 @@ def _mha_judge(ref: torch.Tensor):
 
 def _pytorch_layer(g, d: int, h: int) -> torch.nn.MultiheadAttention:
     """nn.MultiheadAttention(d, h) with weights and biases drawn from ``g``."""
-    theirs = torch.nn.MultiheadAttention(d, h, batch_first=True).eval()
+    with torch.random.fork_rng(devices=[]):  # building it draws PyTorch's own initial weights: leave no trace
+        theirs = torch.nn.MultiheadAttention(d, h, batch_first=True).eval()
     with torch.no_grad():
         for p in (theirs.in_proj_weight, theirs.out_proj.weight):
             p.copy_((2 * torch.rand(p.shape, generator=g) - 1) / d ** 0.5)

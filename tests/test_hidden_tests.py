@@ -2,8 +2,9 @@
 the bank's wrong answers (``tests/bank``), through the same plain-data round trip as in grading.
 
 The probes run here in this process on a namespace built like the student's kernel (the setup cell,
-the earlier correct answers, then the answer under test); their replies go through ``grader.plain``
-(files, ``.npy`` without pickle) and are judged by ``grader.verdicts``.
+the earlier correct answers, then the answer under test); their replies go through
+``grader.kernel_side.plain`` (files, ``.npy`` without pickle), are read by ``grader.replies`` and judged by
+``grader.verdicts``. A reply that a hostile kernel rewrote into another form must not pass a wrong answer.
 """
 
 from __future__ import annotations

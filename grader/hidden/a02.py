@@ -8,11 +8,15 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, probe, reads
 from grader.hidden.judge import describe, returns, tensor
 
 ASSIGNMENT = "02_embeddings"
 GRADED = ["ex1_one_hot_by_hand", "ex2_rms_scales", "ex3_embed_one_hot", "ex4_embedding_module"]
+FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
+    "ex4_embedding_module": Forbid("Embedding", ("transformer",)),
+}
 TOL = {"atol": 1e-5, "rtol": 1e-5}
 
 

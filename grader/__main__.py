@@ -1,4 +1,5 @@
-"""``python -m grader ASSIGNMENT SUBMISSIONS [--out DIR] [--timeout S] [--jobs N]`` (or ``make grade``)."""
+"""``python -m grader ASSIGNMENT SUBMISSIONS [--out DIR] [--timeout S] [--jobs N] [--forbidden flag|zero]``
+(or ``make grade``)."""
 
 from __future__ import annotations
 
@@ -18,12 +19,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "grading", help="where grading/<assignment>/ goes")
     parser.add_argument("--timeout", type=int, help="seconds a cell may run (default: nbgrader_config.py)")
     parser.add_argument("--jobs", type=int, help="submissions graded at once (default: one per core)")
+    parser.add_argument("--forbidden", choices=("flag", "zero"), default="flag",
+                        help="code that uses what its exercise forbids: flag it (default) or score that exercise 0")
     args = parser.parse_args(argv)
     if args.jobs is not None and args.jobs < 1:
         parser.error(f"--jobs: expected a whole number >= 1, got {args.jobs}")
     if args.timeout is not None and args.timeout < 1:
         parser.error(f"--timeout: expected a whole number of seconds >= 1, got {args.timeout}")
-    return grade(args.assignment, args.submissions.resolve(), args.out.resolve(), args.timeout, args.jobs)
+    return grade(args.assignment, args.submissions.resolve(), args.out.resolve(), args.timeout, args.jobs,
+                 args.forbidden)
 
 
 if __name__ == "__main__":

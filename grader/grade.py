@@ -8,6 +8,7 @@ submission's result is saved as soon as it is ready, so a run that stops loses n
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -17,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from grader import collect, feedback, flags, gradebook, report, sandbox, verdicts
+from grader import collect, feedback, gradebook, report, sandbox, verdicts
+from grader.forbidden import findings
 from grader.run import grade_in_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,8 +99,9 @@ def _fresh(out: Path) -> Path:
     return out / "_nbgrader"
 
 
-def _saver(out: Path, assignment: str, db_url: str, unsafe: bool, sandboxes: dict):
-    """The callback that records one finished submission: gradebook, feedback page, results file."""
+def _saver(out: Path, assignment: str, db_url: str, unsafe: bool, sandboxes: dict, zeroed: dict):
+    """The callback that records one finished submission: gradebook, feedback page, results file.
+    ``zeroed``: student -> {grade_id: findings} scored 0 (``--forbidden zero``)."""
     import nbformat
 
     def done(sub, result: dict) -> None:
@@ -106,6 +109,10 @@ def _saver(out: Path, assignment: str, db_url: str, unsafe: bool, sandboxes: dic
         for p in result["problems"]:
             sub.note(p)
         judged = result["verdicts"]
+        for gid, why in zeroed.get(sub.student, {}).items():
+            if gid in judged:
+                judged[gid] = dataclasses.replace(judged[gid], points=0.0, failures=[*judged[gid].failures, *why])
+                sub.note(f"{gid} scored 0: it uses what the exercise forbids (--forbidden zero; see flags)")
         sub.points = {gid: v.points for gid, v in judged.items()}
         sub.score = gradebook.record(db_url, assignment, sub.student, sub.points)
         sub.graded = True
@@ -151,9 +158,19 @@ def _summary(rows: list[dict], unsafe: bool, has_mathjax: bool, seconds_each: fl
         print(f"WARNING: graded without a sandbox ({sandbox.UNSAFE}=1): student code ran with your privileges")
 
 
+def _to_zero(found: list) -> dict[str, list[str]]:
+    """``--forbidden zero``: grade_id -> the findings that score that exercise 0."""
+    out: dict[str, list[str]] = {}
+    for f in found:
+        if f.grade_id:
+            out.setdefault(f.grade_id, []).append(f.text)
+    return out
+
+
 def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading", timeout: int | None = None,
-          jobs: int | None = None) -> int:
-    """Grade every submission of ``assignment`` in ``submissions``; 0 when the run completed, 2 if it cannot start."""
+          jobs: int | None = None, forbidden: str = "flag") -> int:
+    """Grade every submission of ``assignment`` in ``submissions``; 0 when the run completed, 2 if it cannot start.
+    ``forbidden="zero"`` scores 0 every exercise whose cells use what it forbids (default: flag it only)."""
     import nbformat
 
     if why := _refusal(assignment, submissions):
@@ -178,16 +195,18 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
     print(f"Grading {len(subs)} submission(s) of {assignment} (each cell stopped after {timeout} s, "
           f"{jobs} at a time, {'WITHOUT a sandbox' if unsafe else 'each in its own sandbox'}) ...")
     started = time.perf_counter()
-    ready, flagged = [], {}
+    ready, flagged, zeroed = [], {}, {}
     for sub in subs:
         if (nb := collect.read_notebook(sub)) is not None:
             rebuilt = collect.rebuild(sub, nb, release)
-            flagged[sub.student] = flags.submission_flags(rebuilt)
+            found = findings(rebuilt, assignment)
+            flagged[sub.student] = [f.text for f in found]
+            zeroed[sub.student] = _to_zero(found) if forbidden == "zero" else {}
             ready.append((sub, nbformat.writes(rebuilt)))
     has_mathjax = feedback.copy_mathjax(out / "feedback")
     sandboxes: dict = {}
     # 2. sandboxed runs (and 3-5 for each as it finishes)
-    run_all(assignment, ready, timeout, max_points, jobs, _saver(out, assignment, db_url, unsafe, sandboxes))
+    run_all(assignment, ready, timeout, max_points, jobs, _saver(out, assignment, db_url, unsafe, sandboxes, zeroed))
     elapsed = time.perf_counter() - started
     # 6. report
     rows = _rows(out, assignment, subs, max_points, unsafe, sandboxes, flagged)

@@ -88,20 +88,19 @@ def _object(dotted: str):
 
 
 def matches(used: str, name: str) -> bool:
-    """Whether the dotted name ``used`` is the forbidden ``name``, something inside it, or the same object."""
-    if _under(used, EXEMPT):
-        return False
-    if _under(used, (name,)):
-        return True
+    """Whether the dotted name ``used`` is the forbidden ``name``, something inside it, or the same object
+    (``torch._C._nn.scaled_dot_product_attention`` is ``F.scaled_dot_product_attention``); what lives in
+    the public checks is never forbidden, what they merely import is."""
     want, got = _object(name), _object(used)
-    if want is _MISSING or got is _MISSING:
-        return False
-    if got is want:
-        return True
-    if isinstance(want, ModuleType):
+    if got is not _MISSING:
         home = got.__name__ if isinstance(got, ModuleType) else getattr(got, "__module__", None)
-        return isinstance(home, str) and _under(home, (want.__name__,)) and not _under(home, EXEMPT)
-    return False
+        if got is want:
+            return True
+        if isinstance(home, str) and _under(home, EXEMPT):
+            return False
+        if isinstance(want, ModuleType) and isinstance(home, str) and _under(home, (want.__name__,)):
+            return True
+    return not _under(used, EXEMPT) and _under(used, (name,))
 
 
 def _dynamic(dotted: str) -> bool:

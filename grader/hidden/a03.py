@@ -14,6 +14,7 @@ from grader.hidden.judge import describe, numbers, tensor
 ASSIGNMENT = "03_positional_encodings"
 GRADED = ["ex1_table_entries", "ex2_shift_matrix", "ex3_rope", "ex4_relative_bias_softmax", "ex5_sinusoidal_module"]
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
+    "ex1_table_entries": Forbid("entries", ("transformer",)),
     "ex2_shift_matrix": Forbid("shift_matrix", ("transformer",)),
     "ex3_rope": Forbid("rope", ("transformer",)),
     "ex4_relative_bias_softmax": Forbid("relative_bias_softmax", ("transformer",)),

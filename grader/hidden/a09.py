@@ -16,6 +16,16 @@ from grader.hidden.judge import as_int, describe, entry, first, number, numbers,
 ASSIGNMENT = "09_output_head"
 GRADED = ["ex1_output_by_hand", "ex2_masked_cross_entropy", "ex3_greedy_decoding", "ex4_tied_output_head"]
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
+    "ex1_output_by_hand": Forbid("hand", (
+        "torch.softmax",
+        "torch.nn.functional.cross_entropy",
+        "torch.nn.CrossEntropyLoss",
+    )),
+    "ex2_masked_cross_entropy": Forbid("masked_cross_entropy", (
+        "torch.nn.functional.cross_entropy",
+        "torch.nn.functional.nll_loss",
+        "transformer",
+    )),
     "ex3_greedy_decoding": Forbid("greedy_decode", ("transformer.generate",)),
     "ex4_tied_output_head": Forbid("OutputHead", ("transformer.OutputHead",)),
 }

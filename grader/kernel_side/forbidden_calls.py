@@ -3,7 +3,7 @@
 ``with recording(names) as ran: fn(*args)`` fills ``ran`` with the forbidden names (as given) whose code
 ran during the call: C functions by identity (``sys.setprofile``'s ``c_call`` events: what
 ``F.scaled_dot_product_attention`` is), Python functions and classes by their code, modules by the
-module of each Python frame (``transformer``; what ``transformer.checks`` calls does not count).
+module of each Python frame (``transformer``, but not the frames of ``transformer.checks``).
 The student's code runs in the same process and can switch the profiler off or forge the list: the
 report informs, never decides. Standard library only.
 """
@@ -71,29 +71,23 @@ def recording(names):
     c_functions, codes, modules = targets(names)
     ran: list[str] = []
 
-    def hit(name: str, frame) -> None:
-        if name in ran:
-            return
-        while frame is not None:  # what the public checks call on their own is theirs
-            module = frame.f_globals.get("__name__")
-            if isinstance(module, str) and _under(module, EXEMPT):
-                return
-            frame = frame.f_back
-        ran.append(name)
+    def hit(name: str) -> None:
+        if name not in ran:
+            ran.append(name)
 
     def profile(frame, event, arg):
         if event == "c_call":
             entry = c_functions.get(id(arg))
             if entry is not None and entry[1] is arg:
-                hit(entry[0], frame)
+                hit(entry[0])
         elif event == "call":
             name = codes.get(frame.f_code)
             if name is None and modules:
                 module = frame.f_globals.get("__name__")
-                if isinstance(module, str):
+                if isinstance(module, str) and not _under(module, EXEMPT):
                     name = next((n for m, n in modules if _under(module, (m,))), None)
             if name is not None:
-                hit(name, frame)
+                hit(name)
 
     before, before_threads = sys.getprofile(), threading.getprofile()
     threading.setprofile(profile)

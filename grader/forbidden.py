@@ -119,7 +119,8 @@ def parse(source: str) -> tuple[ast.AST | None, list[tuple[int, str]]]:
         magic = MAGIC.match(line)
         lines.append(magic.group(1) + "pass" if magic else line)
         magics += [i] if magic else []
-    notes = [(magics[0], f"{len(magics)} IPython magic or shell line(s)")] if magics else []
+    many = f"{len(magics)} IPython magic or shell lines" if len(magics) > 1 else "an IPython magic or shell line"
+    notes = [(magics[0], many)] if magics else []
     try:
         return ast.parse("\n".join(lines)), notes
     except Exception as exc:  # noqa: BLE001 - SyntaxError, MemoryError, RecursionError, ValueError: never fatal

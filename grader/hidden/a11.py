@@ -18,7 +18,7 @@ FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; test
     "ex1_top_k_filter": Forbid("top_k_filter", ("transformer.top_k_filter",)),
     "ex2_top_p_probs": Forbid("top_p_probs", ("transformer.top_p_filter", "transformer.sampling_distribution")),
     "ex3_mask_tokens": Forbid("mask_tokens", ("transformer.mask_tokens",)),
-    "ex4_patchify": Forbid("patchify", ("torch.nn.functional.unfold", "transformer.patchify")),
+    "ex4_patchify": Forbid("patchify", ("torch.nn.functional.unfold", "transformer.vision.patchify")),
 }
 SENTINEL = -1e4
 

@@ -4,19 +4,21 @@ Each hidden-test module declares ``FORBIDS = {grade_id: Forbid(function, names)}
 text forbids (``**Do not use:**``): dotted names of modules (``transformer``: the whole package) or callables.
 :func:`findings` resolves imports (``as`` too), aliases, attribute chains and ``getattr`` with a literal;
 a use in an answer cell counts against its exercise, one in an added cell against every exercise that
-forbids it. Names built at run time cannot be read: they are reported as dynamic reaches, for a person.
+forbids it (``grader/reading.py`` reads the names). Names built at run time cannot be read: they are
+reported as dynamic reaches, for a person.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
-import re
 import sys
 from dataclasses import dataclass
 from types import ModuleType
 
-MAX_CHARS = 200_000
+from grader.reading import MAX_CHARS, bindings, index, literal_getattr, names_used, parse
+
+MAX_TOTAL = 3 * MAX_CHARS  # characters read per notebook, so a flood of cells cannot stall the grading
 EXEMPT = ("transformer.checks",)  # the public checks: calling them is no shortcut
 DYNAMIC_MODULES = {"importlib", "pkgutil", "codecs", "runpy", "pydoc", "builtins", "ctypes", "gc", "inspect",
                    "IPython", "ipykernel", "subprocess", "socket", "signal", "multiprocessing", "pickle", "marshal"}
@@ -24,7 +26,6 @@ DYNAMIC_NAMES = {"sys.modules", "sys._getframe", "operator.attrgetter", "operato
 DYNAMIC_CALLS = {"__import__", "exec", "eval", "compile", "globals", "vars", "setattr", "delattr", "get_ipython",
                  "breakpoint", "__builtins__"}
 DYNAMIC_ATTRS = {"__dict__", "__globals__", "__code__", "__builtins__", "__subclasses__", "__import__", "__loader__"}
-MAGIC = re.compile(r"^(\s*)(?:[%!]|[\w.,\s\[\]]+=\s*[%!])")
 _MISSING = object()
 
 
@@ -107,120 +108,10 @@ def _dynamic(dotted: str) -> bool:
     return dotted.split(".")[0] in DYNAMIC_MODULES or _under(dotted, DYNAMIC_NAMES)
 
 
-# ------------------------------------------------------------------ reading cells
-
-
-def parse(source: str) -> tuple[ast.AST | None, list[tuple[int, str]]]:
-    """The cell's syntax tree (IPython magic and shell lines read as ``pass``) and what could not be read."""
-    if len(source) > MAX_CHARS:
-        return None, [(0, f"too long to read ({len(source)} characters)")]
-    lines, magics = [], []
-    for i, line in enumerate(source.split("\n"), 1):
-        magic = MAGIC.match(line)
-        lines.append(magic.group(1) + "pass" if magic else line)
-        magics += [i] if magic else []
-    many = f"{len(magics)} IPython magic or shell lines" if len(magics) > 1 else "an IPython magic or shell line"
-    notes = [(magics[0], many)] if magics else []
-    try:
-        return ast.parse("\n".join(lines)), notes
-    except Exception as exc:  # noqa: BLE001 - SyntaxError, MemoryError, RecursionError, ValueError: never fatal
-        return None, [*notes, (getattr(exc, "lineno", None) or 0, f"not plain Python ({type(exc).__name__})")]
-
-
-def _chain(node: ast.AST) -> tuple[ast.AST, list[str]]:
-    """The root of an attribute chain (``getattr(x, "literal")`` counts as ``x.literal``) and its names."""
-    attrs = []
-    while True:
-        if isinstance(node, ast.Attribute):
-            attrs.append(node.attr)
-            node = node.value
-        elif _literal_getattr(node):
-            attrs.append(node.args[1].value)
-            node = node.args[0]
-        else:
-            return node, attrs[::-1]
-
-
-def _literal_getattr(node: ast.AST) -> bool:
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str))
-
-
-def resolve(node: ast.AST, env: dict[str, set[str]], stars: list[str]) -> set[str]:
-    """The dotted names an expression may stand for, from the bindings ``env`` (name -> dotted names)."""
-    root, attrs = _chain(node)
-    if not isinstance(root, ast.Name):
-        return set()
-    bases = env.get(root.id) or {f"{s}.{root.id}" for s in stars}
-    return {".".join([b, *attrs]) for b in bases}
-
-
-def _binds(node: ast.AST, env: dict, stars: list[str]):
-    """(name, dotted name) pairs that ``node`` binds."""
-    if isinstance(node, ast.Import):
-        for a in node.names:
-            yield (a.asname, a.name) if a.asname else (a.name.split(".")[0], a.name.split(".")[0])
-    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-        for a in node.names:
-            if a.name == "*":
-                stars.append(node.module)
-            else:
-                yield a.asname or a.name, f"{node.module}.{a.name}"
-    elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        for target in targets:
-            pairs = [(target, node.value)]
-            while pairs:
-                t, v = pairs.pop()
-                if isinstance(t, ast.Name):
-                    yield from ((t.id, d) for d in resolve(v, env, stars))
-                elif isinstance(t, (ast.Tuple, ast.List)) and isinstance(v, (ast.Tuple, ast.List)):
-                    pairs += list(zip(t.elts, v.elts))
-
-
-def bindings(trees: list[ast.AST]) -> tuple[dict[str, set[str]], list[str]]:
-    """What every name may stand for, over every cell (aliases of aliases too), and the ``import *`` modules."""
-    env: dict[str, set[str]] = {}
-    stars: list[str] = []
-    for _ in range(4):
-        before = sum(map(len, env.values()))
-        for tree in trees:
-            for node in ast.walk(tree):
-                for name, dotted in _binds(node, env, stars):
-                    if len(env.setdefault(name, set())) < 20:
-                        env[name].add(dotted)
-        if sum(map(len, env.values())) == before:
-            break
-    return env, list(dict.fromkeys(stars))
-
-
 # ------------------------------------------------------------------ one cell
 
 
-def _maximal(node: ast.AST, parent: ast.AST | None) -> bool:
-    """Whether ``node`` is a whole name or attribute chain (not the inside of a longer one)."""
-    if not isinstance(node, (ast.Name, ast.Attribute)) and not _literal_getattr(node):
-        return False
-    if isinstance(parent, ast.Attribute) and parent.value is node:
-        return False
-    return not (_literal_getattr(parent) and parent.args[0] is node)
-
-
-def _names_used(tree: ast.AST, env: dict, stars: list[str]):
-    """(line, dotted name) for every import and every whole name or attribute chain of the cell."""
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
-    for node in ast.walk(tree):
-        line = getattr(node, "lineno", 0)
-        if isinstance(node, ast.Import):
-            yield from ((line, a.name) for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            yield line, node.module
-            yield from ((line, f"{node.module}.{a.name}") for a in node.names if a.name != "*")
-        elif _maximal(node, parents.get(node)):
-            yield from ((line, d) for d in sorted(resolve(node, env, stars)))
-
-
-def _reaches(tree: ast.AST, env: dict, stars: list[str]):
+def _reaches(nodes: list[ast.AST], used: dict[str, int], env: dict):
     """(line, what) for every dynamic reach of the cell, one per module or builtin (the most specific)."""
     hits: dict[str, tuple[int, str]] = {}
 
@@ -229,17 +120,17 @@ def _reaches(tree: ast.AST, env: dict, stars: list[str]):
         if key not in hits or len(what) > len(hits[key][1]):
             hits[key] = (line, what)
 
-    for line, dotted in _names_used(tree, env, stars):
+    for dotted, line in used.items():
         if _dynamic(dotted):
             hit(line, dotted)
-    for node in ast.walk(tree):
+    for node in nodes:
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Name) and node.id in DYNAMIC_CALLS and node.id not in env:
             hit(line, f"{node.id}()" if node.id != "__builtins__" else node.id)
         elif isinstance(node, ast.Attribute) and node.attr in DYNAMIC_ATTRS:
             hit(line, f".{node.attr}")
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-              and "getattr" not in env and not _literal_getattr(node)):
+              and "getattr" not in env and not literal_getattr(node)):
             hit(line, "getattr with a computed name")
     return sorted(hits.values())
 
@@ -271,12 +162,17 @@ def findings(nb, assignment: str, rules: dict[str, Forbid] | None = None) -> lis
     for root in {n.split(".")[0] for f in rules.values() for n in f.names}:  # trusted packages: names -> objects
         importlib.import_module(root)
     cells = _student_cells(nb)
-    parsed = [parse(src) for _, _, src in cells]
+    parsed, left = [], MAX_TOTAL
+    for _, _, src in cells:
+        over = (None, [(0, f"not read: over {MAX_TOTAL} characters of code before it")])
+        parsed.append(parse(src) if len(src) <= left else over)
+        left -= len(src) if len(src) <= min(left, MAX_CHARS) else 0
     locked = [c.source for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("locked")]
-    trees = [t for t in (parse(src)[0] for src in locked) if t is not None] + [t for t, _ in parsed if t]
-    env, stars = bindings(trees)
-    uses, other = {}, []
-    for (where, gid, _), (tree, notes) in zip(cells, parsed):
+    indexed = [index(t) if t else ([], {}) for t, _ in parsed]
+    env, stars = bindings([n for t in (parse(src)[0] for src in locked) if t for n in ast.walk(t)]
+                          + [n for nodes, _ in indexed for n in nodes])
+    uses, other, known = {}, [], {}
+    for (where, gid, _), (tree, notes), (nodes, parents) in zip(cells, parsed, indexed):
         counts = [g for g in rules if gid in ("*", g)]
         owner = gid if gid in rules else None
         fn = rules[owner].function if owner else None
@@ -284,15 +180,20 @@ def findings(nb, assignment: str, rules: dict[str, Forbid] | None = None) -> lis
             other.append(Finding(owner, fn, why, f"{where} line {line}" if line else where, "unread"))
         if tree is None:
             continue
-        for line, dotted in _names_used(tree, env, stars):
+        used: dict[str, int] = {}
+        for line, dotted in names_used(nodes, parents, env, stars):
+            used[dotted] = min(line, used.get(dotted, line))
+        for dotted, line in used.items():
             for g in counts:
                 for name in rules[g].names:
-                    if matches(dotted, name):
+                    if known.setdefault((dotted, name), None) is None:
+                        known[dotted, name] = matches(dotted, name)
+                    if known[dotted, name]:
                         key = (g, name, where)
                         if key not in uses or (line, -len(dotted)) < uses[key][0]:  # first line, longest name
                             uses[key] = ((line, -len(dotted)), Finding(g, rules[g].function, name,
                                                                        f"{where} line {line}", used=dotted))
         other += [Finding(owner, fn, what, f"{where} line {line}", "dynamic")
-                  for line, what in _reaches(tree, env, stars)]
+                  for line, what in _reaches(nodes, used, env)]
     return [f for _, f in uses.values()] + other
 

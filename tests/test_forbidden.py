@@ -186,8 +186,8 @@ def test_a_dynamic_reach_is_named(source, through):
 
 
 @pytest.mark.parametrize("source", [
-    "x = " + "-" * 100_000 + "1\n", "x = " + "(" * 100_000, "x = 1" + " + 1" * 40_000 + "\n",
-    "a" + ".b" * 60_000 + "\n", "x = 1\n" * 40_000, "x = '\x00'\0\n", "x = '\ud800'\n", "def f(:\n",
+    "x = " + "-" * 90_000 + "1\n", "x = " + "(" * 90_000, "x = 1" + " + 1" * 24_000 + "\n",
+    "a" + ".b" * 45_000 + "\n", "x = 1\n" * 40_000, "x = '\x00'\0\n", "x = '\ud800'\n", "def f(:\n",
     "%%bash\necho hi\n",
 ])
 def test_no_cell_stops_the_reader(source):
@@ -195,6 +195,13 @@ def test_no_cell_stops_the_reader(source):
     got = found({"ex2_answer": source})
     assert time.perf_counter() - start < 10
     assert [f.kind for f in got] and all(f.grade_id == "ex2_attention" and f.text.endswith("read it") for f in got)
+
+
+def test_a_flood_of_cells_is_read_only_up_to_a_bound():
+    start = time.perf_counter()
+    got = found({}, added=["x = 1\n" * 15_000] * 40)
+    assert time.perf_counter() - start < 30
+    assert [f.where for f in got][-1] == "added cell 40" and "not read: over" in got[-1].text
 
 
 def test_magics_are_flagged_and_the_rest_is_read():

@@ -161,6 +161,13 @@ def findings(nb, assignment: str, rules: dict[str, Forbid] | None = None) -> lis
     rules = forbids(assignment) if rules is None else rules
     for root in {n.split(".")[0] for f in rules.values() for n in f.names}:  # trusted packages: names -> objects
         importlib.import_module(root)
+    try:
+        return _findings(nb, rules)
+    except Exception as exc:  # noqa: BLE001 - reading never stops a grading run
+        return [Finding(None, None, f"its code could not be read ({type(exc).__name__})", "the notebook", "unread")]
+
+
+def _findings(nb, rules: dict[str, Forbid]) -> list[Finding]:
     cells = _student_cells(nb)
     parsed, left = [], MAX_TOTAL
     for _, _, src in cells:

@@ -204,6 +204,12 @@ def test_a_flood_of_cells_is_read_only_up_to_a_bound():
     assert [f.where for f in got][-1] == "added cell 40" and "not read: over" in got[-1].text
 
 
+def test_a_failure_of_the_reader_is_a_flag(monkeypatch):
+    monkeypatch.setattr(forbidden, "names_used", lambda *args: 1 / 0)
+    assert [f.text for f in found({"ex2_answer": ALIASED})] == [
+        "the notebook: its code could not be read (ZeroDivisionError); read it"]
+
+
 def test_magics_are_flagged_and_the_rest_is_read():
     got = found({"ex2_answer": "%time x = 1\nfiles = !ls\nif True:\n    !true\n" + ALIASED})
     assert [(f.kind, f.where) for f in got] == [("uses", "ex2_answer line 7"), ("unread", "ex2_answer line 1")]
@@ -277,3 +283,5 @@ def test_grading_names_forbidden_uses_and_scores_them_0(tmp_path):
     assert "uses transformer.attention.scaled_dot_product_attention" in rows["imported"]["flags"]
     assert f"uses {SDPA}" in rows["aliased"]["flags"]
     assert "through pkgutil.resolve_name" in rows["rot13"]["flags"]
+    page = (out / A / "feedback" / "aliased.html").read_text(encoding="utf-8")
+    assert f"uses {SDPA}, which this exercise forbids" in page

@@ -8,12 +8,27 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from grader.forbidden import Forbid
 from grader.hidden import Case, Request, probe, reads
 from grader.hidden.a09_head import ex4_tied_output_head  # noqa: F401 - exercise 4 lives beside this module
 from grader.hidden.judge import as_int, describe, entry, first, number, numbers, tensor
 
 ASSIGNMENT = "09_output_head"
 GRADED = ["ex1_output_by_hand", "ex2_masked_cross_entropy", "ex3_greedy_decoding", "ex4_tied_output_head"]
+FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
+    "ex1_output_by_hand": Forbid("hand", (
+        "torch.softmax",
+        "torch.nn.functional.cross_entropy",
+        "torch.nn.CrossEntropyLoss",
+    )),
+    "ex2_masked_cross_entropy": Forbid("masked_cross_entropy", (
+        "torch.nn.functional.cross_entropy",
+        "torch.nn.functional.nll_loss",
+        "transformer",
+    )),
+    "ex3_greedy_decoding": Forbid("greedy_decode", ("transformer.generate",)),
+    "ex4_tied_output_head": Forbid("OutputHead", ("transformer.OutputHead",)),
+}
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 
 

@@ -9,12 +9,16 @@ import warnings
 import torch
 import torch.nn.functional as F
 
+from grader.forbidden import Forbid
 from grader.hidden import Case, Request, probe, reads
 from grader.hidden.judge import as_number, describe, entry, tensor
 from transformer import EncoderDecoder, TransformerConfig
 
 ASSIGNMENT = "10_whole_transformer"
 GRADED = ["ex1_parameter_count", "ex2_train_step", "ex3_translator"]
+FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
+    "ex2_train_step": Forbid("train_step", ("transformer.train",)),
+}
 
 
 # ----------------------------------------------------------------- exercise 1: counting by hand

@@ -82,14 +82,16 @@ def mask_grid_html(scores, mask, queries: Sequence[str], keys: Sequence[str], hi
 
 class MaskExplorer(Explorer):
     """A batch of sentences, padded to one length: toggle the causal mask, the padding mask and the
-    padding side, set each sentence's length, pick a sentence and a query (chapter 7).
+    padding side, pick a sentence, set its length, pick a query (chapter 7).
 
     ``sentences`` are token lists; ``scores (batch, L, L)`` are the (already scaled) scores
-    between their tokens, ``L`` the longest sentence. Padding keys score 0.
+    between their tokens, ``L`` the longest sentence. Padding keys score 0. The view shows one
+    sentence, so the one "length" slider sets the length of the sentence shown (each sentence keeps
+    its own); ``sentence`` is the one shown first.
     """
 
     def __init__(self, sentences: Sequence[Sequence[str]], scores: torch.Tensor, causal: bool = True,
-                 query: int = 0):
+                 query: int = 0, sentence: int = 0):
         import ipywidgets as w
 
         self.sentences = [list(s) for s in sentences]
@@ -98,30 +100,48 @@ class MaskExplorer(Explorer):
         want = (len(self.sentences), self.seq_len, self.seq_len)
         if tuple(self.scores.shape) != want:
             raise ValueError(f"scores: expected shape (batch, L, L) = {want}, got {tuple(self.scores.shape)}")
+        if isinstance(sentence, bool) or not isinstance(sentence, int) or not 0 <= sentence < len(self.sentences):
+            raise ValueError(f"sentence: expected an index in [0, {len(self.sentences) - 1}], got {sentence!r}")
+        self.lengths = [len(s) for s in self.sentences]  # each sentence's current length
         self.causal = w.Checkbox(value=causal, description="causal mask")
         self.mask_padding = w.Checkbox(value=True, description="padding mask")
         self.side = w.ToggleButtons(options=["right", "left"], value="right", description="pad on the")
-        self.lengths = [w.IntSlider(value=len(s), min=0, max=len(s), description=f"length {b + 1}")
-                        for b, s in enumerate(self.sentences)]
-        self.sentence = w.Dropdown(options=[(" ".join(s), b) for b, s in enumerate(self.sentences)], value=0,
-                                   description="sentence")
+        self.sentence = w.Dropdown(options=[(" ".join(s), b) for b, s in enumerate(self.sentences)],
+                                   value=sentence, description="sentence")
+        self.length = w.IntSlider(value=self.lengths[sentence], min=0, max=len(self.sentences[sentence]),
+                                  description="length")
         self.query = w.IntSlider(value=query, min=0, max=self.seq_len - 1, description="query")
-        self._layout([self.causal, self.mask_padding], self.side, self.lengths, [self.sentence, self.query])
+        self.sentence.observe(self._on_sentence, names="value")  # its own length first, then the view
+        self.length.observe(self._on_length, names="value")
+        self._layout([self.causal, self.mask_padding], self.side, [self.sentence, self.length], self.query,
+                     watch=[self.causal, self.mask_padding, self.side, self.query])
+
+    def _on_sentence(self, _change=None) -> None:
+        b = self.sentence.value
+        n, top = self.lengths[b], len(self.sentences[b])
+        if top >= self.length.max:  # widen the range first, so the value is never clamped
+            self.length.max, self.length.value = top, n
+        else:
+            self.length.value, self.length.max = n, top
+        self._redraw()
+
+    def _on_length(self, change) -> None:
+        self.lengths[self.sentence.value] = change["new"]
+        self._redraw()
 
     def _static_grid(self) -> dict:
-        """Every value, nested sentence first: the view shows one sentence, so only its length matters."""
+        """Every value, nested sentence before length: the length slider's range is the sentence's."""
         return {self.causal: None, self.mask_padding: None, self.side: None, self.sentence: None}
 
     def _view_key(self):
         b = self.sentence.value
-        return (self.causal.value, self.mask_padding.value, self.side.value, b, self.query.value,
-                self.lengths[b].value)
+        return (self.causal.value, self.mask_padding.value, self.side.value, b, self.query.value, self.lengths[b])
 
     def _offsets(self) -> list[int]:
         """Where each sentence's first token sits: 0 on the right side, after the padding on the left."""
         if self.side.value == "right":
             return [0] * len(self.sentences)
-        return [self.seq_len - s.value for s in self.lengths]
+        return [self.seq_len - n for n in self.lengths]
 
     @property
     def tokens(self) -> list[list[str]]:
@@ -129,7 +149,7 @@ class MaskExplorer(Explorer):
         out = []
         for s, length, start in zip(self.sentences, self.lengths, self._offsets()):
             row = [PAD] * self.seq_len
-            row[start:start + length.value] = s[:length.value]
+            row[start:start + length] = s[:length]
             out.append(row)
         return out
 
@@ -153,8 +173,7 @@ class MaskExplorer(Explorer):
     def placed_scores(self) -> torch.Tensor:
         """``scores`` moved to the tokens' padded positions, ``(batch, seq, seq)``; 0 next to padding."""
         out = torch.zeros(len(self.sentences), self.seq_len, self.seq_len)
-        for b, (length, start) in enumerate(zip(self.lengths, self._offsets())):
-            n = length.value
+        for b, (n, start) in enumerate(zip(self.lengths, self._offsets())):
             out[b, start:start + n, start:start + n] = self.scores[b, :n, :n]
         return out
 

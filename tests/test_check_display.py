@@ -48,7 +48,8 @@ def test_an_error_in_the_students_code_keeps_its_traceback(shell):
                         "check_masked_attention(masked_attention)")
     assert "NameError" in text and "undefined_name" in text  # the student's error, where it happened ...
     assert "masked_attention" in text and "return scores / 0 + undefined_name" in text
-    assert text.rstrip().splitlines()[-1].strip() == "fix the error above, then run this cell again"  # ... then the message
+    last = text.rstrip().splitlines()[-1].strip()
+    assert last == "fix the error above, then run this cell again"  # ... then the message
     assert "raised NameError" in text
     assert "core.py" not in text and "checks/ch07.py" not in text  # and none of the checker's frames
 

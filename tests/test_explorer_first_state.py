@@ -103,6 +103,15 @@ def _views(frames, key, echoed=()) -> set[str]:
 EXPLORERS = explorers()
 
 
+def test_every_control_is_copied_once_in_its_place():
+    """A control whose options or range change with another control is copied into every branch of the stored
+    views, which the page shows after all the other controls: the Tab key then skips it, and a keyboard user
+    who changed its parent cannot reach it next. So no control of any explorer may be copied per branch."""
+    per_branch = [(chapter, n, k) for chapter, n, _, controls, _ in EXPLORERS
+                  for k, (_, branch) in controls.items() if branch]
+    assert not per_branch, f"controls copied into every branch (chapter, explorer, control): {per_branch}"
+
+
 def test_every_chapter_with_an_explorer_is_read():
     assert {chapter for chapter, *_ in EXPLORERS} >= {p.stem for p in CHAPTERS if p.stem[:2] <= "10"}
     assert all(len(first) == len(controls) for _, _, first, controls, _ in EXPLORERS)

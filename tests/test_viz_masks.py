@@ -112,21 +112,19 @@ def test_padding_hides_the_pad_keys_and_can_be_turned_off():
 
 def test_shortening_a_sentence_pads_it():
     ex = MaskExplorer(SENTENCES, SCORES)
-    ex.length.value = 2
+    ex.cut.value = 2
     assert ex.tokens[0] == ["<sos>", "Ich", "<pad>", "<pad>"]
     assert ex.is_real[0].tolist() == [True, True, False, False]
     assert not ex.mask[0, 3, 2:].any()
 
 
-def test_the_length_slider_belongs_to_the_sentence_shown():
+def test_the_cut_applies_to_the_sentence_shown():
     ex = MaskExplorer(SENTENCES, SCORES, sentence=1)
-    assert (ex.length.value, ex.length.max) == (2, 2)  # the short sentence, at its full length
+    assert (ex.cut.value, ex.cut.max) == (0, 2)  # up to the shortest sentence's length, for every sentence
+    ex.cut.value = 1
+    assert ex.lengths == [4, 1] and ex.tokens[1] == ["<sos>", "<pad>", "<pad>", "<pad>"]
     ex.sentence.value = 0
-    assert (ex.length.value, ex.length.max) == (4, 4)
-    ex.length.value = 1
-    ex.sentence.value = 1
-    assert (ex.length.value, ex.length.max) == (2, 2) and ex.lengths == [1, 2]  # each keeps its own
-    assert ex.tokens[0] == ["<sos>", "<pad>", "<pad>", "<pad>"]
+    assert ex.lengths == [3, 2] and ex.tokens[0] == ["<sos>", "Ich", "habe", "<pad>"]
 
 
 def test_from_a_padded_sentence_every_control_changes_the_view():
@@ -168,7 +166,7 @@ def test_left_padding_under_the_causal_mask_empties_rows():
 
 def test_a_sentence_of_length_zero_has_no_key_at_all():
     ex = MaskExplorer(SENTENCES, SCORES, causal=False, sentence=1)
-    ex.length.value = 0
+    ex.cut.value = 2
     assert ex.tokens[1] == ["<pad>"] * 4
     assert not ex.mask[1].any()
     assert torch.equal(ex.all_weights[1], torch.zeros(4, 4))

@@ -82,12 +82,15 @@ def mask_grid_html(scores, mask, queries: Sequence[str], keys: Sequence[str], hi
 
 class MaskExplorer(Explorer):
     """A batch of sentences, padded to one length: toggle the causal mask, the padding mask and the
-    padding side, pick a sentence, set its length, pick a query (chapter 7).
+    padding side, pick a sentence, cut tokens off its end, pick a query (chapter 7).
 
     ``sentences`` are token lists; ``scores (batch, L, L)`` are the (already scaled) scores
     between their tokens, ``L`` the longest sentence. Padding keys score 0. The view shows one
-    sentence, so the one "length" slider sets the length of the sentence shown (each sentence keeps
-    its own); ``sentence`` is the one shown first.
+    sentence: the "cut off" slider turns that many of its last tokens into ``<pad>`` (the other
+    sentences keep their full length). Its range, up to the shortest sentence's length, is the same
+    for every sentence, so the page shows one slider in its place whatever the sentence (a control
+    whose range changed with the sentence would be copied into each sentence's views, after every
+    other control in the order of the Tab key). ``sentence`` is the one shown first.
     """
 
     def __init__(self, sentences: Sequence[Sequence[str]], scores: torch.Tensor, causal: bool = True,
@@ -102,40 +105,19 @@ class MaskExplorer(Explorer):
             raise ValueError(f"scores: expected shape (batch, L, L) = {want}, got {tuple(self.scores.shape)}")
         if isinstance(sentence, bool) or not isinstance(sentence, int) or not 0 <= sentence < len(self.sentences):
             raise ValueError(f"sentence: expected an index in [0, {len(self.sentences) - 1}], got {sentence!r}")
-        self.lengths = [len(s) for s in self.sentences]  # each sentence's current length
         self.causal = w.Checkbox(value=causal, description="causal mask")
         self.mask_padding = w.Checkbox(value=True, description="padding mask")
         self.side = w.ToggleButtons(options=["right", "left"], value="right", description="pad on the")
         self.sentence = w.Dropdown(options=[(" ".join(s), b) for b, s in enumerate(self.sentences)],
                                    value=sentence, description="sentence")
-        self.length = w.IntSlider(value=self.lengths[sentence], min=0, max=len(self.sentences[sentence]),
-                                  description="length")
+        self.cut = w.IntSlider(value=0, min=0, max=min(len(s) for s in self.sentences), description="cut off")
         self.query = w.IntSlider(value=query, min=0, max=self.seq_len - 1, description="query")
-        self.sentence.observe(self._on_sentence, names="value")  # its own length first, then the view
-        self.length.observe(self._on_length, names="value")
-        self._layout([self.causal, self.mask_padding], self.side, [self.sentence, self.length], self.query,
-                     watch=[self.causal, self.mask_padding, self.side, self.query])
+        self._layout([self.causal, self.mask_padding], self.side, [self.sentence, self.cut], self.query)
 
-    def _on_sentence(self, _change=None) -> None:
-        b = self.sentence.value
-        n, top = self.lengths[b], len(self.sentences[b])
-        if top >= self.length.max:  # widen the range first, so the value is never clamped
-            self.length.max, self.length.value = top, n
-        else:
-            self.length.value, self.length.max = n, top
-        self._redraw()
-
-    def _on_length(self, change) -> None:
-        self.lengths[self.sentence.value] = change["new"]
-        self._redraw()
-
-    def _static_grid(self) -> dict:
-        """Every value, nested sentence before length: the length slider's range is the sentence's."""
-        return {self.causal: None, self.mask_padding: None, self.side: None, self.sentence: None}
-
-    def _view_key(self):
-        b = self.sentence.value
-        return (self.causal.value, self.mask_padding.value, self.side.value, b, self.query.value, self.lengths[b])
+    @property
+    def lengths(self) -> list[int]:
+        """Each sentence's length in the batch: the one shown without its last ``cut`` tokens, the others in full."""
+        return [len(s) - (self.cut.value if b == self.sentence.value else 0) for b, s in enumerate(self.sentences)]
 
     def _offsets(self) -> list[int]:
         """Where each sentence's first token sits: 0 on the right side, after the padding on the left."""

@@ -72,3 +72,19 @@ def test_the_render_is_the_message_and_the_students_error():
     lines = ANSI.sub("", "\n".join(theirs.value._render_traceback_()))
     assert 'raise RuntimeError("my own bug")' in lines and re.search(r"RuntimeError:? +my own bug", lines)
     assert "core.py" not in lines and lines.endswith(str(theirs.value))
+
+
+def test_a_kernel_stores_the_message_as_the_error_output():
+    """The error output a Jupyter kernel stores (what JupyterLab shows and the feedback page copies)."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "from transformer.checks import check_masked_row\ncheck_masked_row([0.25, 0.25, 0.25, 0.25])")])
+    with pytest.raises(CellExecutionError):
+        NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    error = next(o for o in nb.cells[0].outputs if o.output_type == "error")
+    text = ANSI.sub("", "\n".join(error.traceback))
+    assert error.ename == "CheckFailed" and "values are wrong" in text
+    assert "core.py" not in text and "Traceback" not in text and "check_masked_row(" not in text

@@ -45,7 +45,7 @@ def _online_by_hand_mistakes() -> list[Mistake]:
     l1, tile2 = right["l1"], e(4 - 4) + e(1 - 4)
     t = lambda x: torch.tensor(x, dtype=torch.float64)  # noqa: E731
     return [
-        Mistake("not rescaled", "the maximum grew from m1 to m2 in tile 2, but l1 was added as it was: it counts "
+        Mistake("not rescaled", "the maximum grew from m1 to m2 in tile 2, but l1 was not rescaled: it counts "
                 "exp(s - m1), so multiply it by exp(m1 - m2) before adding tile 2's exp(s - m2).",
                 t(l1 + tile2), "l2"),
         Mistake("rescaled twice", "l1 was multiplied by exp(m1 - m2) twice; once turns exp(s - m1) into "
@@ -128,8 +128,8 @@ def check_online_softmax_attention(fn: Callable, seed: int = 0) -> None:
 def _cache_cases(seed: int):
     g = torch.Generator().manual_seed(seed)
     out = []
-    for case, (b, h, t, d) in [("an empty cache (the first token)", (1, 2, 0, 4)),
-                               ("one cached token", (2, 2, 1, 4)), ("five cached tokens", (2, 3, 5, 8))]:
+    for case, (b, h, t, d) in [("one head, one cached token", (1, 1, 1, 4)), ("one cached token", (2, 2, 1, 4)),
+                               ("five cached tokens", (2, 3, 5, 8)), ("an empty cache (first token)", (1, 2, 0, 4))]:
         new = [torch.randn(b, h, 1, d, generator=g) for _ in range(3)]
         out.append((case, (*new, torch.randn(b, h, t, d, generator=g), torch.randn(b, h, t, d, generator=g))))
     return out

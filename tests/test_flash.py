@@ -125,6 +125,19 @@ def test_the_online_softmax_is_the_softmax():
     close(out[0], s.softmax(-1) @ v, 1e-15)
 
 
+def test_a_row_whose_first_keys_are_masked_and_whose_scores_are_all_very_negative():
+    """The running maximum stays -inf until a row meets its first allowed key; had it become 0, scores near
+    -7000 would all give exp(s - 0) = 0 and the row would come out as zeros instead of the mean of its values."""
+    q = torch.full((1, 4, 8), 50.0, dtype=torch.float64)
+    k = torch.full((1, 12, 8), -50.0, dtype=torch.float64)  # every score -50 * 50 * 8 / sqrt(8), about -7071
+    v = torch.randn(1, 12, 3, generator=torch.Generator().manual_seed(12), dtype=torch.float64)
+    mask = torch.ones(4, 12, dtype=torch.bool)
+    mask[:, :4] = False  # the first tile of keys is masked for every query
+    out = T.flash_attention(q, k, v, mask, block_size=4)
+    close(out, v[:, 4:].mean(dim=1, keepdim=True).expand(1, 4, 3), 1e-12)
+    close(out, T.scaled_dot_product_attention(q, k, v, mask), 1e-12)
+
+
 def test_bad_inputs_are_refused_with_the_argument_named():
     q, k, v = qkv((1, 4, 8), 5)
     with pytest.raises(ValueError, match="k: expected d_k=8"):

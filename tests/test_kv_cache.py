@@ -24,7 +24,8 @@ PREFIX = torch.tensor([[5, 6, 7, 8], [0, 2, 3, 4], [9, 0, 11, 12]])  # <pad> (0)
 
 @pytest.mark.parametrize("positional", POSITIONAL)
 @pytest.mark.parametrize("extra", [{}, {"n_kv_heads": 2, "norm": "rms", "ffn": "gated", "activation": "silu"},
-                                   {"norm_first": False, "n_kv_heads": 1, "rope_pairs": "half"}])
+                                   {"norm_first": False, "n_kv_heads": 1, "rope_pairs": "half"},
+                                   {"fast": True, "n_kv_heads": 2}])
 def test_cached_greedy_generation_gives_the_same_tokens(positional, extra):
     m = model(positional, **extra)
     expected = T.generate(m, PREFIX, 30)

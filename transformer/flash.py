@@ -53,10 +53,10 @@ def _forward(q, k, v, mask, scale: float, block: int):
         acc = qi.new_zeros((*qi.shape[:-1], v.shape[-1]))  # (..., bq, d_v): the running sum of exp(s - m) v
         for cols in _tiles(k.shape[-2], block):
             s = _scores(qi, k[..., cols, :], mask, rows, cols)  # (..., bq, bk)
-            m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))
-            m_new = m_new.masked_fill(m_new == NEG_INF, 0.0)  # no allowed key yet: any finite shift will do
-            p = s.sub_(m_new).exp_()  # (..., bq, bk): exp(s - m'), 0 where blocked
-            rescale = torch.exp(m - m_new)  # (..., bq, 1): what was summed with m now counts with m'
+            m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # -inf while a row has had no allowed key
+            shift = m_new.masked_fill(m_new == NEG_INF, 0.0)  # ... and then any finite shift will do
+            p = s.sub_(shift).exp_()  # (..., bq, bk): exp(s - m'), 0 where blocked
+            rescale = torch.exp(m - shift)  # (..., bq, 1): what was summed with m now counts with m'
             total = total * rescale + p.sum(dim=-1, keepdim=True)
             acc = acc * rescale + p @ v[..., cols, :]  # (..., bq, bk) @ (..., bk, d_v) -> (..., bq, d_v)
             m = m_new

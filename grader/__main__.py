@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=int, help="seconds one submission may take in all: cells, replays and "
                         "hidden tests (default: ten cell timeouts)")
     parser.add_argument("--seed", type=int, help="the hidden inputs' seed of an earlier run (grading/<assignment>/"
-                        "results/run.json), to ask the same questions again")
+                        "run.json), to ask the same questions again")
     parser.add_argument("--secret-file", type=Path, help="a file outside the repository holding the course's "
                         "secret, from which the seed is derived (or set $GRADER_SECRET; default: a fresh seed)")
     args = parser.parse_args(argv)

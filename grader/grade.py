@@ -179,7 +179,7 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
           " ...")
     run_info = {"assignment": assignment, "seed": seed, "seed_from": seed_source, "timeout": timeout,
                 "budget": budget, "limits": sandbox.limits_line(), "sandboxed": not unsafe}
-    (out / "results" / "run.json").write_text(json.dumps(run_info, indent=1), encoding="utf-8")
+    (out / "run.json").write_text(json.dumps(run_info, indent=1), encoding="utf-8")
     started = time.perf_counter()
     ready, flagged = [], {}
     for sub in subs:

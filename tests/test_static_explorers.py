@@ -87,13 +87,23 @@ def stored_view(frames: list[str], key: list[int]) -> str:
 
 def python_explorers():
     """The explorers a chapter builds from constants alone, as the chapter builds them: recomputed here."""
-    from transformer.viz import EmbeddingScaleExplorer, HeadCountExplorer, RecurrenceExplorer, SinusoidalExplorer
+    import torch
+
+    from transformer.viz import (
+        EmbeddingScaleExplorer,
+        HeadCountExplorer,
+        OnlineSoftmaxExplorer,
+        RecurrenceExplorer,
+        SinusoidalExplorer,
+    )
 
     return {
         ("00_why_transformers", 0): lambda: RecurrenceExplorer(n=21, factor=0.9),
         ("02_embeddings", 0): lambda: EmbeddingScaleExplorer(vocab_size=2000, d_models=(64, 256, 1024), n_tokens=16),
         ("03_positional_encodings", 0): lambda: SinusoidalExplorer(d_model=16, n_positions=64, position=5, dimension=0),
         ("05_multi_head_attention", 1): lambda: HeadCountExplorer(d_model=512, seq=10, n_heads=8),
+        ("12_from_2017_to_today", 0): lambda: OnlineSoftmaxExplorer(
+            torch.tensor([3.0, 1.0, 2.0, 5.0, -1.0, 4.0, 6.5, 0.5]), block=2),
     }
 
 

@@ -90,3 +90,8 @@ __all__ = [
 from .ch11 import *  # noqa: E402,F403,I001 - chapter 11: check_top_k_filter, ..., registered below
 MISTAKES.update(ch11.MISTAKES)  # noqa: F405
 __all__ += ch11.__all__  # noqa: F405
+
+from .ch12 import *  # noqa: E402,F403,I001 - chapter 12: check_online_by_hand, ..., registered below
+from . import ch12  # noqa: E402
+MISTAKES.update(ch12.MISTAKES)
+__all__ += ch12.__all__  # noqa: F405

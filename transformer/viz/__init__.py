@@ -18,6 +18,7 @@ from .masks import CrossAttentionExplorer, MaskExplorer, mask_grid_html, mask_ta
 from .decoding import DecodingExplorer, plot_temperatures  # chapter 9
 from .training import TrainingProgress, TranslationExplorer, plot_losses, translation_attention  # chapter 10
 from .sampling import SamplingExplorer  # chapter 11
+from .online_softmax import OnlineSoftmaxExplorer, online_steps  # chapter 12
 
 __all__ = [
     "RecurrenceExplorer", "path_length", "plot_road_map", "sequential_steps", "surviving_fraction",
@@ -30,4 +31,5 @@ __all__ = [
     "DecodingExplorer", "plot_temperatures",
     "TrainingProgress", "TranslationExplorer", "plot_losses", "translation_attention",
     "SamplingExplorer",
+    "OnlineSoftmaxExplorer", "online_steps",
 ]

@@ -12,12 +12,20 @@ import math
 import torch
 import torch.nn.functional as F
 
+from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, generator, reads
 from grader.hidden.judge import describe, fields, first, items, number, returns, tensor
 
 ASSIGNMENT = "12_from_2017_to_today"
 GRADED = ["ex1_online_by_hand", "ex2_online_softmax_attention", "ex3_cache_step", "ex4_repeat_kv", "ex5_swiglu"]
 FIXED = {"ex1_online_by_hand"}  # the exercise's worked example: the same question in every run
+FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
+    "ex2_online_softmax_attention": Forbid("online_softmax_attention",
+                                           ("torch.nn.functional.scaled_dot_product_attention", "transformer")),
+    "ex3_cache_step": Forbid("cache_step", ("transformer",)),
+    "ex4_repeat_kv": Forbid("repeat_kv", ("torch.repeat_interleave", "transformer")),
+    "ex5_swiglu": Forbid("swiglu", ("transformer",)),
+}
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 HEADS = ["batch", "heads", "seq", "d_h"]
 

@@ -25,7 +25,8 @@ PROBE = r"""
 import json, os, socket
 open("/tmp/scratch", "w").write("a student may use /tmp")
 facts = {"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
-         "repo": sorted(os.listdir(REPO)), "grader": sorted(os.listdir(REPO + "/grader")), "home": sorted(os.listdir(os.path.expanduser("~"))),
+         "repo": sorted(os.listdir(REPO)), "grader": sorted(os.listdir(REPO + "/grader")),
+         "home": sorted(os.listdir(os.path.expanduser("~"))),
          "secret": os.environ.get("GRADER_SECRET"), "hostname": os.uname().nodename}
 for path in (REPO + "/transformer/x.py", os.path.dirname(os.__file__) + "/x.py", "/usr/x", REPO + "/x"):
     try:

@@ -20,7 +20,7 @@ from grader.replies import read_reply
 from grader.verdicts import judge_replies
 from transformer import checks
 
-from bank import CHECKS, KEEPS_INPUTS, RIGHT, WRONG
+from bank import CHECKS, KEEPS_INPUTS, REPORTED_ONLY, RIGHT, WRONG
 from conftest import notebook_path, setup_source
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # a wrong answer may make PyTorch warn
@@ -118,14 +118,18 @@ def test_hidden_tests_pass_the_solution(assignment, cell, tmp_path):
 @pytest.mark.parametrize("assignment,cell", CELLS, ids=[f"{a[:2]}-{c}" for a, c in CELLS])
 def test_hidden_tests_reject_wrong_answers(assignment, cell, tmp_path):
     wrong = WRONG[assignment][cell]
-    caught = []
+    caught, reported = [], []
     for i, (mistake, src, _hint) in enumerate(wrong):
         sub = tmp_path / str(i)
         sub.mkdir()
-        if verdict(assignment, cell, src, sub).failures:
+        result = verdict(assignment, cell, src, sub)
+        if result.failures:
             caught.append(mistake)
+        elif (cell, mistake) in REPORTED_ONLY[assignment]:  # only the kernel can see the fault: reported, unscored
+            assert result.reported, f"{cell}: {mistake} is neither caught nor reported"
+            reported.append(mistake)
     assert caught, f"{cell}: the hidden tests accept every wrong answer in the bank"
-    known = [mistake for mistake, src, hint in wrong if hint and mistake not in caught]
+    known = [mistake for mistake, src, hint in wrong if hint and mistake not in caught + reported]
     assert not known, f"{cell}: the hidden tests accept these known mistakes: {known}"
 
 

@@ -9,6 +9,7 @@ import json
 import signal
 
 import pytest
+import torch
 
 from grader import hidden
 from grader.kernel_side import plain, probes
@@ -54,44 +55,77 @@ def replies(assignment: str, cell: str, answer: str, tmp_path) -> list:
     return out
 
 
-def forgeries(value, depth: int = 3):
-    """(what, copy of ``value`` with one part of its structure forged), for the parts ``depth`` levels deep."""
+def forgeries(value, depth: int = 3, path: tuple = ()):
+    """(what, path, part, copy of ``value`` with one part of its structure forged): the part at ``path`` is now
+    ``part``. Parts ``depth`` levels deep are forged."""
     if depth == 0:
         return
     if isinstance(value, dict):
         for key in value:
-            yield f"without {key!r}", {k: v for k, v in value.items() if k != key}
-            yield f"{key!r} set to None", {**value, key: None}
-            for what, forged in forgeries(value[key], depth - 1):
-                yield f"{key!r}: {what}", {**value, key: forged}
+            part = {k: v for k, v in value.items() if k != key}
+            yield f"without {key!r}", path, part, part
+            part = {**value, key: None}
+            yield f"{key!r} set to None", path, part, part
+            for what, where, inner, forged in forgeries(value[key], depth - 1, (*path, key)):
+                yield f"{key!r}: {what}", where, inner, {**value, key: forged}
     elif isinstance(value, (list, tuple)):
         if value:
-            yield "emptied", []
-            yield "its last item dropped", list(value[:-1])
+            yield "emptied", path, [], []
+            yield "its last item dropped", path, list(value[:-1]), list(value[:-1])
         for i, item in enumerate(value[:4]):
-            for what, forged in forgeries(item, depth - 1):
-                yield f"[{i}]: {what}", [*value[:i], forged, *value[i + 1:]]
+            for what, where, inner, forged in forgeries(item, depth - 1, (*path, i)):
+                yield f"[{i}]: {what}", where, inner, [*value[:i], forged, *value[i + 1:]]
+
+
+def at(value, path: tuple):
+    """The part of ``value`` at ``path``, or a marker that matches nothing when there is none."""
+    for step in path:
+        try:
+            value = value[step]
+        except (KeyError, IndexError, TypeError):
+            return object()
+    return value
+
+
+def same(a, b) -> bool:
+    """Equal plain data (tensors equal in shape, dtype and values)."""
+    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
+        return (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+                and a.dtype == b.dtype and bool(torch.equal(a, b)))
+    if isinstance(a, dict) or isinstance(b, dict):
+        return isinstance(a, dict) and isinstance(b, dict) and a.keys() == b.keys() and all(
+            same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) or isinstance(b, (list, tuple)):
+        return (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b)
+                and all(same(x, y) for x, y in zip(a, b, strict=True)))
+    return type(a) is type(b) and a == b
 
 
 def test_forgeries_reach_every_part():
     reply = {"out": [1, 2], "args": [{"a": 1}]}
-    forged = [what for what, _ in forgeries(reply)]
-    assert "without 'args'" in forged and "'args': emptied" in forged and "'out': its last item dropped" in forged
-    assert "'args': [0]: without 'a'" in forged
+    forged = {what: (where, part) for what, where, part, _ in forgeries(reply)}
+    assert forged["without 'args'"] == ((), {"out": [1, 2]}) and forged["'args': emptied"] == (("args",), [])
+    assert forged["'out': its last item dropped"] == (("out",), [1]) and "'args': [0]: without 'a'" in forged
+    assert same(at(reply, ("args", 0)), {"a": 1}) and not same(at(reply, ("out", 5)), None)
 
 
 @pytest.mark.parametrize("assignment,cell", CELLS, ids=[f"{a[:2]}-{c}" for a, c in CELLS])
 def test_forged_replies_never_pass_a_wrong_answer(assignment, cell, tmp_path):
-    sources = [("the solution", dict(answers(assignment))[cell])] + [(m, s) for m, s, _ in WRONG[assignment][cell]]
+    """A forgery may pass only where it turned the part it forged into the solution's own (then it sent the right
+    answer, which any reply may do)."""
+    (tmp_path / "solution").mkdir()
+    right = [value for _, (_, value) in replies(assignment, cell, dict(answers(assignment))[cell],
+                                                tmp_path / "solution")]
     failing = 0
-    for i, (mistake, source) in enumerate(sources):
+    for i, (mistake, source, _hint) in enumerate(WRONG[assignment][cell]):
         sub = tmp_path / str(i)
         sub.mkdir()
-        for case, (kind, value) in replies(assignment, cell, source, sub):
+        for n, (case, (kind, value)) in enumerate(replies(assignment, cell, source, sub)):
             if not case.scored or kind != "ok" or problem_of(case, kind, value) is None:
                 continue
             failing += 1
-            passed = [what for what, forged in forgeries(value) if problem_of(case, "ok", forged) is None]
+            passed = [what for what, where, part, forged in forgeries(value)
+                      if problem_of(case, "ok", forged) is None and not same(part, at(right[n], where))]
             assert not passed, f"{mistake}: {case.what}: a forged reply passes ({passed[:3]})"
     assert failing, f"{cell}: no wrong answer fails a scored case with a reply to forge"
 

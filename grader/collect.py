@@ -5,6 +5,11 @@ course layout ``submitted/<student>/<assignment>/*.ipynb``. Each is read (an emp
 is not JSON or not a notebook is reported and scored 0; an old nbformat is converted) and rebuilt on
 the released notebook: every locked cell comes from the release (an edited, deleted or re-tagged test
 cell is put back and reported), every answer cell from the student, matched by its id.
+
+A submission file is hostile input: it is read under caps (file size, cells, characters per cell),
+its nbgrader metadata is type-checked (anything malformed is treated as a cell the student added),
+and whatever goes wrong with one file becomes that file's problem ("could not be read: ..."), never
+the run's.
 """
 
 from __future__ import annotations
@@ -15,6 +20,10 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
+
+MAX_FILE_BYTES = 16 * 2**20   # a submission file
+MAX_CELLS = 500               # cells in one notebook
+MAX_CELL_CHARS = 200_000      # characters in one cell's source
 
 
 def find(folder: Path, assignment: str) -> list[tuple[str | None, Path]]:
@@ -73,11 +82,26 @@ def assign_ids(found: list[tuple[str | None, Path]], assignment: str) -> list[Su
 # ------------------------------------------------------------ preparation
 
 
+def prepare(sub: Submission, release):
+    """The submission read and rebuilt on the release, or None with the reason noted; never raises."""
+    try:
+        nb = read_notebook(sub)
+        return None if nb is None else rebuild(sub, nb, release)
+    except (Exception, RecursionError) as exc:  # noqa: BLE001 - MemoryError too: one file never stops the run
+        sub.note(f"could not be read: {type(exc).__name__}")
+        return None
+
+
 def read_notebook(sub: Submission):
     """The submission as an nbformat-4 notebook, or None with the reason noted."""
     import nbformat
 
-    raw = sub.source.read_bytes()
+    size = sub.source.stat().st_size
+    if size > MAX_FILE_BYTES:
+        sub.note(f"not graded: the file is larger than {MAX_FILE_BYTES // 2**20} MiB")
+        return None
+    with open(sub.source, "rb") as f:
+        raw = f.read(MAX_FILE_BYTES + 1)
     if not raw.strip():
         sub.note("empty file")
         return None
@@ -98,11 +122,41 @@ def read_notebook(sub: Submission):
         return None
     if version != 4:
         sub.note(f"old notebook format (nbformat {version}); converted to nbformat 4")
+    if len(nb.cells) > MAX_CELLS:
+        sub.note(f"not graded: the notebook has more than {MAX_CELLS} cells")
+        return None
+    if any(len(c.source) > MAX_CELL_CHARS for c in nb.cells):
+        sub.note(f"not graded: a cell holds more than {MAX_CELL_CHARS} characters")
+        return None
+    for cell in nb.cells:
+        if "nbgrader" in cell.metadata and not _valid_meta(cell.metadata["nbgrader"]):
+            sub.note("a cell's nbgrader metadata was malformed; the cell was treated as one the student added")
+            del cell.metadata["nbgrader"]
     return nb
 
 
+META_TYPES = {"grade_id": str, "solution": bool, "grade": bool, "locked": bool, "task": bool, "schema_version": int,
+              "points": (int, float), "checksum": str, "cell_type": str}
+
+
+def _valid_meta(meta) -> bool:
+    """nbgrader's cell metadata: a dict whose known keys have their types (a grade_id of sane length)."""
+    if not isinstance(meta, dict):
+        return False
+    for key, kind in META_TYPES.items():
+        if key in meta and (not isinstance(meta[key], kind) or isinstance(meta[key], bool) and kind is int):
+            return False
+    return not isinstance(meta.get("grade_id"), str) or 0 < len(meta["grade_id"]) <= 100
+
+
+def _meta(cell) -> dict:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta if isinstance(meta, dict) else {}
+
+
 def _gid(cell) -> str | None:
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+    gid = _meta(cell).get("grade_id")
+    return gid if isinstance(gid, str) else None
 
 
 def rebuild(sub: Submission, nb, release):
@@ -123,7 +177,7 @@ def rebuild(sub: Submission, nb, release):
             if theirs is None:
                 if meta.get("grade"):
                     sub.note(f"test cell {gid} was deleted; the original was put back")
-            elif theirs.get("metadata", {}).get("nbgrader", {}) != meta:
+            elif _meta(theirs) != meta:
                 sub.note(f"test cell {gid} was re-tagged; the original was put back")
             elif theirs.source != cell.source and meta.get("grade"):
                 sub.note(f"test cell {gid} was edited; the original was put back")
@@ -140,13 +194,9 @@ def rebuild(sub: Submission, nb, release):
     for cell in out.cells:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution") and not meta.get("grade") and _gid(cell) in student_cells:
-            cell.source = student_cells[_gid(cell)].source
-    count = 0
+            cell.source = str(student_cells[_gid(cell)].source)
     for anchor_id, cells in extras.items():
-        new_cells = []
-        for cell in cells:
-            count += 1
-            new_cells.append(nbformat.v4.new_code_cell(cell.source))
+        new_cells = [nbformat.v4.new_code_cell(str(cell.source)) for cell in cells]
         ids = [_gid(c) for c in out.cells]
         setup_at = next(i for i, c in enumerate(out.cells) if c.cell_type == "code")
         at = ids.index(anchor_id) + 1 if anchor_id in ids else setup_at + 1  # unanchored: after the setup cell

@@ -23,10 +23,16 @@ from grader.verdicts import Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 MATHJAX = ROOT / "node_modules" / "mathjax" / "es5"
+MAX_PAGE_BYTES = 16 * 2**20  # one feedback page; a larger one is made again without the cells' outputs
+IGNORE = "mathjax_ignore tex2jax_ignore"  # MathJax 3's class, and MathJax 2's
 # The template loads MathJax 2 from a CDN; the page loads the book's MathJax 3 from its own folder.
+# Student text is typeset too (printed output, markdown answers): the safe extension filters what TeX can make
+# (\\href to javascript:, styles, ids), and the extensions TeX may autoload are shipped beside the page. The
+# grader's own boxes carry MathJax 3's ignore class.
 LOCAL_MATHJAX = """<script>
-window.MathJax = {tex: {inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], processEscapes: true},
-                  options: {menuOptions: {settings: {inTabOrder: false}}}};
+window.MathJax = {loader: {load: ["ui/safe"]},
+                  tex: {inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], processEscapes: true},
+                  options: {ignoreHtmlClass: "mathjax_ignore", menuOptions: {settings: {inTabOrder: false}}}};
 </script>
 <script src="_static/mathjax/tex-mml-chtml.js" async></script>"""
 
@@ -65,7 +71,11 @@ def verdict_html(v: Verdict) -> str:
     items = "".join(f"<li>{html.escape(f)}</li>" for f in v.failures[:10])
     more = f"<li>and {len(v.failures) - 10} more</li>" if len(v.failures) > 10 else ""
     body = f"<ul style='margin:4px 0'>{items}{more}</ul>" if items else ""
-    return (f"<div class='grader-verdict {state} tex2jax_ignore' role='status' style='border-left:4px solid {colour};"
+    if v.reported:
+        said = "".join(f"<li>{html.escape(r)}</li>" for r in v.reported[:10])
+        body += (f"<p style='margin:0'>Reported by your kernel (no points either way):</p>"
+                 f"<ul style='margin:4px 0'>{said}</ul>")
+    return (f"<div class='grader-verdict {state} {IGNORE}' role='status' style='border-left:4px solid {colour};"
             f"padding:4px 8px;margin:4px 0'>{head}{body}</div>")
 
 
@@ -74,14 +84,24 @@ def notes_html(problems: list[str], sandboxed: bool) -> str:
     warn = "" if sandboxed else "<p><b>This submission was graded without a sandbox.</b></p>"
     if not items and not warn:
         return ""
-    return (f"<div class='tex2jax_ignore' style='border:2px solid #b42318;padding:8px;margin:8px'>"
+    return (f"<div class='{IGNORE}' style='border:2px solid #b42318;padding:8px;margin:8px'>"
             f"<b>Notes from the grader</b>"
             f"{warn}<ul>{items}</ul></div>")
 
 
 def page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str, student: str, db_url: str,
          sandboxed: bool = True) -> str:
-    """The feedback page's HTML."""
+    """The feedback page's HTML, at most ``MAX_PAGE_BYTES`` (without the cells' outputs if need be)."""
+    body = _page(nb, verdicts, problems, assignment, student, db_url, sandboxed, outputs=True)
+    if len(body.encode("utf-8")) > MAX_PAGE_BYTES:
+        note = (f"the cells' outputs were left out: with them this page would be larger than "
+                f"{MAX_PAGE_BYTES // 2**20} MiB")
+        body = _page(nb, verdicts, [*problems, note], assignment, student, db_url, sandboxed, outputs=False)
+    return body
+
+
+def _page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str, student: str, db_url: str,
+          sandboxed: bool, outputs: bool) -> str:
     from nbconvert.exporters import HTMLExporter
     from nbgrader.preprocessors import GetGrades
     from traitlets.config import Config
@@ -89,7 +109,7 @@ def page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str,
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
         if cell.cell_type == "code":
-            cell.outputs = [o for out in cell.get("outputs", []) for o in sanitize(out)]
+            cell.outputs = [o for out in cell.get("outputs", []) for o in sanitize(out)] if outputs else []
             cell.execution_count = None
             gid = cell.metadata.get("nbgrader", {}).get("grade_id")
             if cell.metadata.get("nbgrader", {}).get("grade") and gid in verdicts:
@@ -127,6 +147,10 @@ def copy_mathjax(folder: Path) -> bool:
         return False
     target.mkdir(parents=True, exist_ok=True)
     shutil.copy(MATHJAX / "tex-mml-chtml.js", target / "tex-mml-chtml.js")
+    (target / "ui").mkdir(exist_ok=True)
+    shutil.copy(MATHJAX / "ui" / "safe.js", target / "ui" / "safe.js")
+    shutil.copytree(MATHJAX / "input" / "tex" / "extensions", target / "input" / "tex" / "extensions",
+                    dirs_exist_ok=True)
     fonts = MATHJAX / "output" / "chtml" / "fonts" / "woff-v2"
     shutil.copytree(fonts, target / "output" / "chtml" / "fonts" / "woff-v2", dirs_exist_ok=True)
     return True

@@ -7,75 +7,55 @@ submission's result is saved as soon as it is ready, so a run that stops loses n
 
 from __future__ import annotations
 
-import concurrent.futures
+import hashlib
 import json
-import multiprocessing
 import os
+import secrets
 import shutil
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from grader import collect, feedback, flags, gradebook, report, sandbox, verdicts
+from grader import collect, feedback, flags, gradebook, report, sandbox, workers
 from grader.run import grade_in_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
-def run_one(assignment: str, text: str, timeout: float, max_points: dict[str, float]) -> dict:
-    """Steps 2 and 3 for one rebuilt notebook, in a worker: the run in a sandbox, then the verdicts."""
+SECRET_ENV = "GRADER_SECRET"  # the course's secret, from which each assignment's seed is derived
+
+
+def run_one(assignment: str, text: str, seed: int, box: Path, timeout: float, budget: float,
+            max_points: dict[str, float], watch: dict) -> dict:
+    """Steps 2 and 3 for one rebuilt notebook, in a worker: the run in a sandbox, each reply judged as it comes."""
     import nbformat
     import torch
 
     torch.set_num_threads(1)
-    box = Path(tempfile.mkdtemp(prefix="grader-box-"))
-    os.chmod(box, 0o755)
-    sandbox.prepare(box)
-    try:
-        package = Path(__import__("transformer").__file__).resolve().parent
-        read_roots = tuple(sorted({sys.prefix, sys.base_prefix, str(package), str(Path(sys.prefix).resolve())}))
-        run = grade_in_sandbox(nbformat.reads(text, as_version=4), assignment, box, timeout, read_roots)
-        judged = verdicts.judge(assignment, run.replies, max_points)
-    finally:
-        shutil.rmtree(box, ignore_errors=True)
+    sandbox.give(box / "out")  # to this process's sandbox uid
+    package = Path(__import__("transformer").__file__).resolve().parent
+    read_roots = tuple(sorted({sys.prefix, sys.base_prefix, str(package), str(Path(sys.prefix).resolve()),
+                               str(sandbox.KERNEL_SIDE)}))
+    run = grade_in_sandbox(nbformat.reads(text, as_version=4), assignment, seed, box, timeout, budget, read_roots,
+                           max_points, watch)
     return {"notebook": nbformat.writes(run.notebook), "problems": run.problems, "sandbox": run.sandbox,
-            "verdicts": judged}
+            "verdicts": run.verdicts, "ran": run.ran}
 
 
-def _pool(jobs: int):
-    ctx = multiprocessing.get_context("spawn")  # each worker claims a sandbox uid of its own
-    return concurrent.futures.ProcessPoolExecutor(jobs, mp_context=ctx)
+def run_seed(assignment: str, seed: int | None = None, secret_file: Path | None = None) -> tuple[int, str]:
+    """The run's seed and where it came from: given (a regrade), the course's secret (a file or the
+    environment variable ``GRADER_SECRET``, never inside the repository), or fresh."""
+    if seed is not None:
+        return int(seed), "given"
+    secret, source = None, "fresh"
+    if secret_file is not None:
+        secret, source = secret_file.read_text(encoding="utf-8").strip(), f"the secret in {secret_file}"
+    elif os.environ.get(SECRET_ENV):
+        secret, source = os.environ[SECRET_ENV], f"the secret in ${SECRET_ENV}"
+    if secret:
+        return int.from_bytes(hashlib.sha256(f"{secret}:{assignment}".encode()).digest()[:8], "little") >> 1, source
+    return secrets.randbits(63), source
 
 
-def run_all(assignment: str, ready: list, timeout: float, max_points: dict, jobs: int, done) -> None:
-    """Run every (submission, notebook text) and hand each result to ``done`` as it arrives."""
-    if jobs == 1:
-        for sub, text in ready:
-            try:
-                done(sub, run_one(assignment, text, timeout, max_points))
-            except Exception as exc:  # noqa: BLE001 - one broken submission never stops the others
-                sub.note(f"grading failed: {type(exc).__name__}: {str(exc)[:200]}")
-        return
-    left = list(ready)
-    for _attempt in range(2):  # a pool that broke is replaced once for what it had not finished
-        with _pool(jobs) as pool:
-            futures = {pool.submit(run_one, assignment, text, timeout, max_points): (sub, text) for sub, text in left}
-            for future in concurrent.futures.as_completed(futures):
-                sub, text = futures[future]
-                try:
-                    done(sub, future.result())
-                    left.remove((sub, text))
-                except concurrent.futures.process.BrokenProcessPool:
-                    continue
-                except Exception as exc:  # noqa: BLE001
-                    sub.note(f"grading failed: {type(exc).__name__}: {str(exc)[:200]}")
-                    left.remove((sub, text))
-        if not left:
-            return
-    for sub, _ in left:
-        sub.note("a grading worker stopped before grading this file; grade it again")
-
-
-def _refusal(assignment: str, submissions: Path) -> str | None:
+def _refusal(assignment: str, submissions: Path, secret_file: Path | None = None) -> str | None:
     """Why this run cannot start (a wrong argument, or no sandbox), or None."""
     source = ROOT / "solutions" / assignment / f"{assignment}.ipynb"
     if not source.exists():
@@ -83,6 +63,12 @@ def _refusal(assignment: str, submissions: Path) -> str | None:
         return f"ASSIGNMENT: expected one of {known}, got {assignment!r}"
     if not submissions.is_dir():
         return f"SUBMISSIONS: expected a folder of <student>.ipynb files, got {str(submissions)!r}"
+    if secret_file is not None:
+        if not secret_file.is_file():
+            return f"--secret-file: expected a file holding the course's secret, got {str(secret_file)!r}"
+        if ROOT in secret_file.resolve().parents:
+            return (f"--secret-file: expected a file outside the repository (which is public), got "
+                    f"{str(secret_file)!r}")
     if not sandbox.unsafe() and (why := sandbox.why_unavailable()):
         return (f"refusing to grade: {why}.\nStudent code must run in a sandbox. To grade anyway, without one, "
                 f"set {sandbox.UNSAFE}=1 (every row is then marked unsandboxed).")
@@ -106,6 +92,10 @@ def _saver(out: Path, assignment: str, db_url: str, unsafe: bool, sandboxes: dic
         for p in result["problems"]:
             sub.note(p)
         judged = result["verdicts"]
+        for gid, names in result["ran"].items():
+            if names:
+                sub.note(f"{gid}: while the hidden tests ran, the kernel reported calls to {', '.join(names)}, which "
+                         "this exercise forbids (reported by your kernel)")
         sub.points = {gid: v.points for gid, v in judged.items()}
         sub.score = gradebook.record(db_url, assignment, sub.student, sub.points)
         sub.graded = True
@@ -113,9 +103,10 @@ def _saver(out: Path, assignment: str, db_url: str, unsafe: bool, sandboxes: dic
         nb = nbformat.reads(result["notebook"], as_version=4)
         page = feedback.page(nb, judged, sub.problems, assignment, sub.student, db_url, sandboxed=not unsafe)
         (out / "feedback" / f"{sub.student}.html").write_text(page, encoding="utf-8")
-        saved = {"student": sub.student, "file": sub.source.name, "score": sub.score, "points": sub.points,
-                 "problems": sub.problems, "sandbox": result["sandbox"],
-                 "failures": {g: v.failures for g, v in judged.items()}}
+        saved = {"student": sub.student, "file": report.clean(sub.source.name), "score": sub.score,
+                 "points": sub.points, "problems": sub.problems, "sandbox": result["sandbox"],
+                 "failures": {g: v.failures for g, v in judged.items()},
+                 "reported": {g: v.reported for g, v in judged.items()}}
         (out / "results" / f"{sub.student}.json").write_text(json.dumps(saved, indent=1), encoding="utf-8")
 
     return done
@@ -152,17 +143,25 @@ def _summary(rows: list[dict], unsafe: bool, has_mathjax: bool, seconds_each: fl
 
 
 def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading", timeout: int | None = None,
-          jobs: int | None = None) -> int:
-    """Grade every submission of ``assignment`` in ``submissions``; 0 when the run completed, 2 if it cannot start."""
+          jobs: int | None = None, budget: int | None = None, seed: int | None = None,
+          secret_file: Path | None = None) -> int:
+    """Grade every submission of ``assignment`` in ``submissions``; 0 when the run completed, 2 if it cannot start.
+
+    ``budget``: seconds one submission may take in all (default ten cell timeouts); ``seed``: the hidden inputs'
+    seed of an earlier run to grade again (default: from the course's secret, else fresh).
+    """
     import nbformat
 
-    if why := _refusal(assignment, submissions):
+    if why := _refusal(assignment, submissions, secret_file):
         print(why, file=sys.stderr)
         return 2
     unsafe = sandbox.unsafe()
+    print(sandbox.limits_line())
     if timeout is None:
         from traitlets.config.loader import PyFileConfigLoader
         timeout = int(PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config().Execute.timeout)
+    budget = budget or 10 * timeout
+    seed, seed_source = run_seed(assignment, seed, secret_file)
     # 1. collect
     out = out_root / assignment
     work = _fresh(out)
@@ -175,19 +174,33 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
     release = nbformat.read(release_path, as_version=4)
     subs = collect.assign_ids(collect.find(submissions, assignment), assignment)
     jobs = max(1, min(jobs or default_jobs(), len(subs) or 1))
-    print(f"Grading {len(subs)} submission(s) of {assignment} (each cell stopped after {timeout} s, "
-          f"{jobs} at a time, {'WITHOUT a sandbox' if unsafe else 'each in its own sandbox'}) ...")
+    print(f"Grading {len(subs)} submission(s) of {assignment} (each cell stopped after {timeout} s, each submission "
+          f"after {budget} s in all, {jobs} at a time, {'WITHOUT a sandbox' if unsafe else 'each in its own sandbox'})"
+          " ...")
+    run_info = {"assignment": assignment, "seed": seed, "seed_from": seed_source, "timeout": timeout,
+                "budget": budget, "limits": sandbox.limits_line(), "sandboxed": not unsafe}
+    (out / "run.json").write_text(json.dumps(run_info, indent=1), encoding="utf-8")
     started = time.perf_counter()
     ready, flagged = [], {}
     for sub in subs:
-        if (nb := collect.read_notebook(sub)) is not None:
-            rebuilt = collect.rebuild(sub, nb, release)
-            flagged[sub.student] = flags.submission_flags(rebuilt)
+        if (rebuilt := collect.prepare(sub, release)) is not None:
+            flagged[sub.student] = _flags(rebuilt)
             ready.append((sub, nbformat.writes(rebuilt)))
     has_mathjax = feedback.copy_mathjax(out / "feedback")
     sandboxes: dict = {}
     # 2. sandboxed runs (and 3-5 for each as it finishes)
-    run_all(assignment, ready, timeout, max_points, jobs, _saver(out, assignment, db_url, unsafe, sandboxes))
+    save = _saver(out, assignment, db_url, unsafe, sandboxes)
+    by_key = {i: sub for i, (sub, _) in enumerate(ready)}
+    jobs_list = [(i, {"assignment": assignment, "text": text, "seed": seed, "timeout": timeout, "budget": budget,
+                      "max_points": max_points, "watch": {}}) for i, (_, text) in enumerate(ready)]
+
+    def done(key, result):
+        try:
+            save(by_key[key], result)
+        except Exception as exc:  # noqa: BLE001 - a result that cannot be saved is that submission's problem
+            by_key[key].note(f"its result could not be saved: {type(exc).__name__}")
+
+    workers.run_all(jobs_list, run_one, jobs, done, lambda key, why: by_key[key].note(why))
     elapsed = time.perf_counter() - started
     # 6. report
     rows = _rows(out, assignment, subs, max_points, unsafe, sandboxes, flagged)
@@ -196,7 +209,18 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
     report.write_summary(out, rows, list(max_points), max_points)
     print(f"\nwrote {out / 'grades.csv'}, {out / 'summary.png'} and {len(rows)} page(s) in {out / 'feedback'}")
     _summary(rows, unsafe, has_mathjax, elapsed / len(subs) if subs else None)
+    print(f"hidden inputs drawn from seed {seed} ({seed_source}); to grade again with the same questions: "
+          f"--seed {seed}")
+    print(sandbox.limits_line())
     return 0
+
+
+def _flags(nb) -> list[str]:
+    """What to read in ``nb`` (``grader.flags``); a scan that fails says so instead of stopping the run."""
+    try:
+        return flags.submission_flags(nb)
+    except (Exception, RecursionError) as exc:  # noqa: BLE001 - MemoryError too
+        return [f"the code could not be read for flags ({type(exc).__name__}); read it"]
 
 
 def default_jobs() -> int:

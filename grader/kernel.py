@@ -13,13 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
+import zmq
 from jupyter_client import KernelManager
 
 from grader import sandbox
 
 MAX_LINES = 1000          # lines of output kept per cell
 MAX_CHARS = 200_000       # characters of output kept per cell
+MAX_NOTEBOOK_CHARS = 4_000_000  # characters of output kept for one notebook's page, all cells together
 READY_S = 60              # to start the kernel and import its libraries
+MAX_MESSAGE_BYTES = 16 * 2**20  # one message from the kernel
 
 
 class SandboxedKernelManager(KernelManager):
@@ -41,13 +44,14 @@ class Outcome:
     status: str = "ok"          # ok, error, timeout, died
     flooded: bool = False
     error: str = ""             # "ZeroDivisionError: division by zero"
+    chars: int = 0              # characters of output kept
 
 
 class Kernel:
     """One sandboxed kernel; ``start`` again after it died or was killed."""
 
     def __init__(self, box: Path, limits: sandbox.Limits | None = None):
-        """``box``: a folder made by :func:`grader.sandbox.prepare`."""
+        """``box``: a folder made by :func:`grader.sandbox.new_box`."""
         self.box, self.limits = box, limits or sandbox.Limits()
         self.starts = 0
         self.km: SandboxedKernelManager | None = None
@@ -75,7 +79,9 @@ class Kernel:
         km.kernel_spec.interrupt_mode = "message"  # a signal would reach bwrap, not the kernel
         km.start_kernel(cwd=str(self.box), env={"PATH": "/usr/bin:/bin"}, stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL)
-        self.km, self.kc = km, km.client()
+        context = zmq.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)  # a larger message drops the connection, unread
+        self.km, self.kc = km, km.client(context=context)
         self.kc.start_channels()
         self.kc.wait_for_ready(timeout=READY_S)
 
@@ -100,8 +106,9 @@ class Kernel:
         self.km = self.kc = None
         sandbox.reap()
 
-    def execute(self, code: str, timeout: float) -> Outcome:
-        """Run ``code``; its outputs, and whether it finished, raised, timed out or killed the kernel."""
+    def execute(self, code: str, timeout: float, max_chars: int = MAX_CHARS) -> Outcome:
+        """Run ``code``; its outputs (at most ``max_chars`` characters kept), and whether it finished, raised,
+        timed out or killed the kernel."""
         out = Outcome()
         if not self.alive():
             out.status = "died"
@@ -136,10 +143,11 @@ class Kernel:
                     out.error = f"{node.ename}: {str(node.evalue).splitlines()[0][:200] if node.evalue else ''}"
                 size = len(str(node.get("text", ""))) + sum(len(str(v)) for v in node.get("data", {}).values())
                 n = str(node.get("text", "")).count("\n")
-                if lines + n > MAX_LINES or chars + size > MAX_CHARS:
-                    out.flooded = True
+                if lines + n > MAX_LINES or chars + size > max_chars:
+                    out.flooded = max_chars > 0
                     continue
                 lines, chars = lines + n, chars + size
+                out.chars = chars
                 out.outputs.append(node)
 
     def _interrupt(self, msg_id: str) -> None:

@@ -20,7 +20,7 @@ def write_csv(out: Path, rows: list[dict], cells: list[str]) -> None:
     with open(out / "grades.csv", "w", newline="", encoding="utf-8") as f:
         writer = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: clean(v) if isinstance(v, str) else v for k, v in row.items()} for row in rows)
 
 
 def print_table(rows: list[dict]) -> None:
@@ -56,5 +56,5 @@ def write_summary(out: Path, rows: list[dict], cells: list[str], max_points: dic
     fig.savefig(out / "summary.png", dpi=110)
     plt.close(fig)
     print("\npass rate per exercise:")
-    for c, rate in zip(cells, rates):
+    for c, rate in zip(cells, rates, strict=True):
         print(f"  {c:<28} {rate:6.0%}  {'#' * round(20 * rate)}")

@@ -6,8 +6,10 @@ grader's questions (``in/``, read-only), its answers (``out/``) and a socket fol
 kernel; no network; its own pid, IPC and UTS namespaces, so it cannot see or signal another process,
 and everything it starts dies with it. When the grader runs as root the kernel drops to an
 unprivileged uid that each grading process claims for itself, so the process limit holds, and joins
-that process's control groups (CPU share, memory, processes). Limits: address space, processes,
-file size, CPU seconds.
+that process's control groups (CPU share, memory, processes; cgroup v1 or v2). Limits: address
+space, processes, file size, CPU seconds. As root, each box is a size-bounded file system of its own
+(a tmpfs), so nothing the kernel writes can fill the host's disk. The kernel-side code of the grader
+(``grader/kernel_side``) is bound in read-only, whole.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ HOME = "/home/student"
 FIRST_UID = 61000  # root grading: each grading process claims a uid of its own from here on
 UID_LOCKS = Path("/run/lock/transformer-grader") if Path("/run/lock").is_dir() else Path("/tmp/transformer-grader")
 TMPFS_BYTES = 256 * 2**20  # the private /tmp, and HOME
+BOX_BYTES = 256 * 2**20    # the box (questions, answers, sockets): a tmpfs of its own when grading as root
+KERNEL_SIDE = Path(__file__).resolve().parent / "kernel_side"
+CGROUP_ROOT = Path("/sys/fs/cgroup")
 _claimed: tuple[int, int] | None = None  # (uid, fd of its lock), held until this process ends
 
 
@@ -113,6 +118,7 @@ def command(box: Path, sock: Path, inner: list[str], limits: Limits) -> list[str
     made: set[str] = set()
     args = ["bwrap", *_mounts(), "--perms", "0777", "--dir", HOME, *_parents(box / "in", made),
             "--ro-bind", str(box / "in"), str(box / "in"), "--bind", str(box / "out"), str(box / "out"),
+            *_parents(KERNEL_SIDE, made), "--ro-bind", str(KERNEL_SIDE), str(KERNEL_SIDE),
             "--bind", str(sock), str(sock),
             "--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
             "--hostname", "sandbox", "--die-with-parent", "--new-session", "--chdir", HOME, "--clearenv"]
@@ -140,31 +146,93 @@ def cgroups(limits: Limits) -> list[Path]:
     sandbox's, however many processes they start, and a bound on all the memory they hold (tmpfs and
     memfd files included) and on their processes. The ``cgroup.procs`` files to join; [] where none."""
     global _cgroups
-    if _cgroups is not None:
-        return _cgroups
-    _cgroups, uid = [], sandbox_uid()
-    if uid is None:
-        return _cgroups
-    name = f"transformer-grader-{uid}"
-    settings = {"cpu": {"cpu.shares": "1024"}, "memory": {"memory.limit_in_bytes": str(limits.memory_bytes)},
-                "pids": {"pids.max": str(limits.processes)}}
-    for controller, values in settings.items():
-        group = Path("/sys/fs/cgroup") / controller / name
-        try:
-            group.mkdir(exist_ok=True)
-            for key, value in values.items():
-                (group / key).write_text(value)
-            _cgroups.append(group / "cgroup.procs")
-        except OSError:
-            continue  # not a cgroup-v1 machine, or not allowed: the rlimits still hold
+    if _cgroups is None:
+        uid = sandbox_uid()
+        _cgroups = [] if uid is None else control_groups(CGROUP_ROOT, f"transformer-grader-{uid}", limits)
     return _cgroups
 
 
-def prepare(box: Path) -> None:
-    """The box's folders: ``in`` is the grader's, ``out`` the kernel's (before any kernel runs)."""
+def control_groups(root: Path, name: str, limits: Limits) -> list[Path]:
+    """Control groups called ``name`` under ``root`` with the limits set: cgroup v1 (a group per controller)
+    or v2 (one group in the unified hierarchy, controllers enabled below its parent). Their
+    ``cgroup.procs`` files, or [] where neither can be used."""
+    settings = {"cpu": {"cpu.shares": "1024"}, "memory": {"memory.limit_in_bytes": str(limits.memory_bytes)},
+                "pids": {"pids.max": str(limits.processes)}}
+    if all((root / c).is_dir() for c in settings):  # v1
+        out = []
+        for controller, values in settings.items():
+            try:
+                group = root / controller / name
+                group.mkdir(exist_ok=True)
+                for key, value in values.items():
+                    (group / key).write_text(value)
+                out.append(group / "cgroup.procs")
+            except OSError:
+                return []
+        return out
+    try:  # v2: a group of the unified hierarchy's top, where the controllers can be enabled
+        wanted = {"cpu", "memory", "pids"}
+        if not wanted <= set((root / "cgroup.controllers").read_text().split()):
+            return []
+        enabled = set((root / "cgroup.subtree_control").read_text().split())
+        if not wanted <= enabled:
+            (root / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(wanted - enabled)))
+        group = root / name
+        group.mkdir(exist_ok=True)
+        for key, value in {"memory.max": str(limits.memory_bytes), "memory.swap.max": "0",
+                           "pids.max": str(limits.processes), "cpu.weight": "100"}.items():
+            if key != "memory.swap.max" or (group / key).exists():
+                (group / key).write_text(value)
+        return [group / "cgroup.procs"]
+    except OSError:
+        return []
+
+
+def cgroup_version(root: Path = CGROUP_ROOT) -> str:
+    """"v1", "v2" or "none": which control groups the machine offers (whether this process may use them aside)."""
+    if all((root / c).is_dir() for c in ("cpu", "memory", "pids")):
+        return "v1"
+    return "v2" if (root / "cgroup.controllers").exists() else "none"
+
+
+def limits_line(limits: Limits | None = None) -> str:
+    """One line for the run's output and its report: which limits hold for all a sandbox holds."""
+    limits = limits or Limits()
+    if unsafe():
+        return "limits: NO SANDBOX, so no limits but the process rlimits"
+    groups = cgroups(limits)
+    if groups:
+        kind = "v1" if len(groups) > 1 else "v2"
+        return (f"limits: control groups ({kind}) bound the memory ({limits.memory_bytes // 2**30} GiB), processes "
+                f"({limits.processes}) and CPU share of each grading process's sandboxes; boxes are "
+                f"{BOX_BYTES // 2**20} MiB file systems")
+    why = "not root" if os.geteuid() != 0 else f"control groups {cgroup_version()} cannot be used here"
+    return (f"limits: WITHOUT control groups ({why}): each kernel process is bounded by rlimits only (address space "
+            f"{limits.memory_bytes // 2**30} GiB, {limits.processes} processes, files of "
+            f"{limits.file_bytes // 2**20} MiB)" + ("" if os.geteuid() == 0 else "; boxes are not size-bounded"))
+
+
+def new_box() -> Path:
+    """A box for one submission: a folder of the grader's (a tmpfs of ``BOX_BYTES`` when root) holding ``in``
+    (the grader's questions) and ``out`` (the kernel's answers, handed to the kernel's uid by the process that
+    grades in it: :func:`give`), made before any kernel runs."""
+    import tempfile
+
+    box = Path(tempfile.mkdtemp(prefix="grader-box-"))
+    os.chmod(box, 0o755)
+    if os.geteuid() == 0 and not unsafe():
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={BOX_BYTES},mode=0755,nosuid,nodev", "tmpfs", str(box)],
+                       check=False, capture_output=True)
     (box / "in").mkdir(mode=0o755)
     (box / "out").mkdir(mode=0o755)
-    give(box / "out")
+    return box
+
+
+def remove_box(box: Path) -> None:
+    """The box and everything in it gone (its file system unmounted first)."""
+    if os.path.ismount(box):
+        subprocess.run(["umount", "-l", str(box)], check=False, capture_output=True)
+    shutil.rmtree(box, ignore_errors=True)
 
 
 def give(path: Path) -> None:

@@ -78,3 +78,56 @@ def test_a_pipe_or_a_linked_folder_is_refused_without_waiting(tmp_path):
     os.symlink(outside / "x.npy", tmp_path / "out" / "g" / "2" / "1.npy")
     np.save(outside / "x.npy", np.arange(2))
     assert read_reply(tmp_path, "out/g/2")[0] == "malformed"          # nor a linked array
+
+
+def test_one_array_named_many_times_costs_each_time(tmp_path):
+    """Every reference counts against the reply's budget: one 8 MiB file named 30 times is over 32 MiB."""
+    np.save(tmp_path / "1.npy", np.zeros(2**20))  # 8 MiB of float64
+    tree = [{"array": "1.npy", "torch": None}] * 30
+    with pytest.raises(ValueError, match="budget"):
+        plain.decode(tree, str(tmp_path), budget=plain.Budget())
+    assert len(plain.decode(tree[:3], str(tmp_path), budget=plain.Budget())) == 3
+
+
+def test_an_array_header_that_promises_more_than_the_budget_is_refused_before_reading(tmp_path):
+    with open(tmp_path / "1.npy", "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False, "shape": (10**9,)})
+        f.write(b"\0" * 64)
+    with pytest.raises(ValueError, match="budget"):
+        plain.decode({"array": "1.npy", "torch": None}, str(tmp_path))
+
+
+def test_a_short_array_file_is_refused(tmp_path):
+    with open(tmp_path / "1.npy", "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False, "shape": (100,)})
+        f.write(b"\0" * 64)
+    with pytest.raises(ValueError, match="does not hold"):
+        plain.decode({"array": "1.npy", "torch": None}, str(tmp_path))
+
+
+def test_arrays_are_never_dict_keys(tmp_path):
+    np.save(tmp_path / "1.npy", np.arange(3))
+    with pytest.raises(ValueError, match="key"):
+        plain.decode({"items": [[{"array": "1.npy", "torch": None}, 1]]}, str(tmp_path))
+
+
+@pytest.mark.parametrize("tree,what", [
+    ([0] * 20_000, "items"),
+    ({"dict": {str(i): 0 for i in range(2_000)}}, "keys"),
+    (json.loads("[" * 40 + "]" * 40), "deeper"),
+])
+def test_values_keys_and_depth_are_bounded(tree, what, tmp_path):
+    with pytest.raises(ValueError, match=what):
+        plain.decode(tree, str(tmp_path))
+
+
+def test_a_reply_file_over_its_size_is_malformed(tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "reply.json").write_text('{"ok": "' + "x" * (plain.MAX_JSON_BYTES + 10) + '"}')
+    assert read_reply(tmp_path / "r")[0] == "malformed"
+
+
+def test_forbidden_calls_reported_are_only_names_the_grader_watched(tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "reply.json").write_text(json.dumps({"ok": 1, "ran": ["torch.x", "<script>", "torch.y"]}))
+    assert read_reply(tmp_path / "r", watched=("torch.y", "torch.z")).ran == ("torch.y",)

@@ -2,12 +2,15 @@
 the bank's wrong answers (``tests/bank``), through the same plain-data round trip as in grading.
 
 The probes run here in this process on a namespace built like the student's kernel (the setup cell,
-the earlier correct answers, then the answer under test); their replies go through ``grader.plain``
-(files, ``.npy`` without pickle) and are judged by ``grader.verdicts``.
+the earlier correct answers, then the answer under test); their replies go through
+``grader.kernel_side.plain`` (files, ``.npy`` without pickle), are read by ``grader.replies`` and judged by
+``grader.verdicts``. A reply that a hostile kernel rewrote into another form must not pass a wrong answer.
 """
 
 from __future__ import annotations
 
+import importlib
+import json
 import re
 import signal
 
@@ -17,10 +20,10 @@ import pytest
 from grader import hidden
 from grader.kernel_side import plain, probes
 from grader.replies import read_reply
-from grader.verdicts import judge_replies
+from grader.verdicts import judge_replies, problem_of
 from transformer import checks
 
-from bank import CHECKS, KEEPS_INPUTS, REPORTED_ONLY, RIGHT, WRONG
+from bank import CHECKS, KEEPS_INPUTS, RIGHT, WRONG
 from conftest import notebook_path, setup_source
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # a wrong answer may make PyTorch warn
@@ -68,8 +71,8 @@ def namespace(assignment: str, cell: str, answer: str) -> dict:
     return ns
 
 
-def verdict(assignment: str, cell: str, answer: str, tmp_path):
-    """The verdict of the grade cell that judges ``cell`` when ``answer`` is written there."""
+def ask(assignment: str, cell: str, answer: str, tmp_path) -> tuple[list, list]:
+    """The cases of the grade cell that judges ``cell``, and the replies when ``answer`` is written there."""
     gid = graded_by(assignment)[cell]
     cases = hidden.cases(assignment, SEED)[gid]
     previous = signal.signal(signal.SIGALRM, _alarm)
@@ -79,7 +82,7 @@ def verdict(assignment: str, cell: str, answer: str, tmp_path):
         try:
             ns = namespace(assignment, cell, answer)
         except Exception as exc:  # noqa: BLE001 - an answer that raises when defined answers nothing
-            return judge_replies(cases, [("error", repr(exc))] * len(cases), 1.0)
+            return cases, [("error", repr(exc))] * len(cases)
         for i, case in enumerate(cases):
             there = tmp_path / f"{gid}-{i}"
             there.mkdir()
@@ -94,13 +97,23 @@ def verdict(assignment: str, cell: str, answer: str, tmp_path):
                 tree = {"error": "TimedOut"}
             except Exception as exc:  # noqa: BLE001 - the probe reports it, as in the kernel
                 tree = {"error": f"{type(exc).__name__}: {exc}"}
-            import json
             (there / "reply.json").write_text(json.dumps(tree))
             replies.append(read_reply(there)[:2])
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
-    return judge_replies(cases, replies, 1.0)
+    return cases, replies
+
+
+def verdict(assignment: str, cell: str, answer: str, tmp_path):
+    """The verdict of the grade cell that judges ``cell`` when ``answer`` is written there."""
+    return judge_replies(*ask(assignment, cell, answer, tmp_path), 1.0)
+
+
+def reported_only(assignment: str) -> set:
+    """The bank's ``REPORTED_ONLY``: (answer cell, mistake) pairs whose only fault is a property only the kernel
+    can report (an input changed in place): the hidden tests must report them, and cannot score them."""
+    return getattr(importlib.import_module(f"bank.a{assignment[:2]}"), "REPORTED_ONLY", set())
 
 
 CELLS = [(a, c) for a, cells in WRONG.items() for c in cells]
@@ -118,19 +131,70 @@ def test_hidden_tests_pass_the_solution(assignment, cell, tmp_path):
 @pytest.mark.parametrize("assignment,cell", CELLS, ids=[f"{a[:2]}-{c}" for a, c in CELLS])
 def test_hidden_tests_reject_wrong_answers(assignment, cell, tmp_path):
     wrong = WRONG[assignment][cell]
-    caught, reported = [], []
+    reported = {mistake for c, mistake in reported_only(assignment) if c == cell}
+    assert reported <= {mistake for mistake, _, _ in wrong}, f"{cell}: REPORTED_ONLY names mistakes not in the bank"
+    caught = []
     for i, (mistake, src, _hint) in enumerate(wrong):
         sub = tmp_path / str(i)
         sub.mkdir()
         result = verdict(assignment, cell, src, sub)
-        if result.failures:
+        if mistake in reported:
+            assert result.reported and not result.failures, (mistake, result)
+        elif result.failures:
             caught.append(mistake)
-        elif (cell, mistake) in REPORTED_ONLY[assignment]:  # only the kernel can see the fault: reported, unscored
-            assert result.reported, f"{cell}: {mistake} is neither caught nor reported"
-            reported.append(mistake)
     assert caught, f"{cell}: the hidden tests accept every wrong answer in the bank"
-    known = [mistake for mistake, src, hint in wrong if hint and mistake not in caught + reported]
+    known = [mistake for mistake, src, hint in wrong if hint and mistake not in caught and mistake not in reported]
     assert not known, f"{cell}: the hidden tests accept these known mistakes: {known}"
+
+
+# Assignments whose hidden tests read replies strictly (grader.hidden.judge.fields/items); a ported module joins.
+STRICT = {"00", "01", "02", "03", "04", "05", "06"}
+
+
+def forgeries(reply):
+    """The reply a probe wrote, with its form broken: wrapped in a list or a call's reply, each field dropped,
+    ``args`` emptied, a list of replies emptied or cut short by one, and the same inside that list's first reply. The
+    values computed stay as they were (cutting a wrong list of ids short could make it right, which a forger has to
+    compute)."""
+    yield [reply]
+    yield {"out": reply, "args": []}
+    yield from _broken(reply)
+
+
+def _broken(reply):
+    if isinstance(reply, dict):
+        for key in reply:
+            yield {k: v for k, v in reply.items() if k != key}
+        if "args" in reply:
+            yield {**reply, "args": []}
+    elif isinstance(reply, list) and reply and all(isinstance(r, dict) for r in reply):
+        yield []
+        yield reply[:-1]
+        for forged in _broken(reply[0]):
+            yield [forged, *reply[1:]]
+
+
+STRICT_CELLS = [(a, c) for a, c in CELLS if a[:2] in STRICT]
+
+
+@pytest.mark.parametrize("assignment,cell", STRICT_CELLS, ids=[f"{a[:2]}-{c}" for a, c in STRICT_CELLS])
+def test_forged_replies_never_pass_a_wrong_answer(assignment, cell, tmp_path):
+    """A kernel that rewrites a wrong answer's reply into another form (a field dropped, a list cut short, ``args``
+    emptied) gets no scored case that the honest reply failed: the judges demand the probe's exact form. (A cell that
+    only reads a value the student bound has no probe's form to break: its value is forged like any wrong answer.)"""
+    forged_some = all(c.request.probe == "value" for c in hidden.cases(assignment, SEED)[graded_by(assignment)[cell]])
+    for i, (mistake, src, _hint) in enumerate(WRONG[assignment][cell]):
+        sub = tmp_path / str(i)
+        sub.mkdir()
+        cases, replies = ask(assignment, cell, src, sub)
+        for case, (kind, reply) in zip(cases, replies, strict=True):
+            honest_fails = kind == "ok" and problem_of(case, kind, reply) is not None
+            if case.request.probe == "value" or not case.scored or not honest_fails:
+                continue
+            for forged in forgeries(reply):
+                forged_some = True
+                assert problem_of(case, "ok", forged), (mistake, case.what)
+    assert forged_some, f"{cell}: no wrong answer in the bank gave a probe's reply to forge"
 
 
 RIGHT_CASES = [(a, cell, what, src) for a, cells in RIGHT.items() for cell, rights in cells.items()

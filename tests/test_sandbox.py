@@ -10,8 +10,6 @@ import json
 import os
 import shutil
 import socket
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -27,7 +25,7 @@ PROBE = r"""
 import json, os, socket
 open("/tmp/scratch", "w").write("a student may use /tmp")
 facts = {"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
-         "repo": sorted(os.listdir(REPO)), "home": sorted(os.listdir(os.path.expanduser("~"))),
+         "repo": sorted(os.listdir(REPO)), "grader": sorted(os.listdir(REPO + "/grader")), "home": sorted(os.listdir(os.path.expanduser("~"))),
          "secret": os.environ.get("GRADER_SECRET"), "hostname": os.uname().nodename}
 for path in (REPO + "/transformer/x.py", os.path.dirname(os.__file__) + "/x.py", "/usr/x", REPO + "/x"):
     try:
@@ -57,9 +55,8 @@ def facts():
     listener.settimeout(0.5)
     port = listener.getsockname()[1]
     os.environ["GRADER_SECRET"] = "do not pass me on"
-    box = Path(tempfile.mkdtemp(prefix="grader-test-box-"))
-    os.chmod(box, 0o755)
-    sandbox.prepare(box)
+    box = sandbox.new_box()
+    sandbox.give(box / "out")
     kernel = Kernel(box)
     try:
         kernel.start()
@@ -67,7 +64,7 @@ def facts():
         out = kernel.execute(code, 30)
     finally:
         kernel.stop()
-        shutil.rmtree(box, ignore_errors=True)
+        sandbox.remove_box(box)
         del os.environ["GRADER_SECRET"]
     try:
         listener.accept()
@@ -80,9 +77,10 @@ def facts():
     return {**json.loads(text), "reached": reached}
 
 
-def test_the_repository_shows_only_the_package(facts):
+def test_the_repository_shows_only_the_package_and_the_kernel_side_code(facts):
     visible = [name for name in facts["repo"] if name != ".venv"]  # the environment, when it lives in the repo
-    assert visible == ["transformer"], facts["repo"]
+    assert visible == ["grader", "transformer"], facts["repo"]
+    assert facts["grader"] == ["kernel_side"], facts["grader"]  # not the hidden tests, not the grader's own code
 
 
 def test_nothing_outside_its_folders_can_be_written(facts):

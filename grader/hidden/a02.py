@@ -1,4 +1,10 @@
-"""Hidden tests of assignment 02, embeddings (references: torch.nn.functional.embedding and arithmetic by hand)."""
+"""Hidden tests of assignment 02, embeddings (references: torch.nn.functional.embedding and arithmetic by hand).
+
+Exercises 1 and 2 are worked by hand on the exercise's own matrix and the lectures' sizes (32,000 tokens,
+d_model = 1000): their questions are fixed, not drawn from the seed. Every other input comes from the run's seed.
+Embedding's output, with the grader's weights copied in, and the statistics of its initial weight are scored; how
+many parameters it registers is only reported (the kernel alone sees it).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +14,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import describe, returns, tensor
+from grader.hidden import Case, Request, calls, generator, reads, rng
+from grader.hidden.judge import describe, fields, returns, tensor
 
 ASSIGNMENT = "02_embeddings"
 GRADED = ["ex1_one_hot_by_hand", "ex2_rms_scales", "ex3_embed_one_hot", "ex4_embedding_module"]
+FIXED = {"ex1_one_hot_by_hand", "ex2_rms_scales"}  # worked by hand on the exercise's matrix and the lectures' sizes
 TOL = {"atol": 1e-5, "rtol": 1e-5}
 
 
@@ -34,6 +41,11 @@ def _listed(x):
     return list(x) if isinstance(x, tuple) else x
 
 
+def _fewer(got: list, want: list) -> str:
+    """How many ``got`` holds next to ``want``, in words (never the student's count)."""
+    return "more" if len(got) > len(want) else "fewer"
+
+
 def _rows_judge(want: list[list[float]], tol: float):
     """``got`` must be ``len(want)`` rows of ``len(want[0])`` numbers, each within ``tol`` of ``want``."""
     def judge(got):
@@ -41,15 +53,16 @@ def _rows_judge(want: list[list[float]], tol: float):
         if not isinstance(rows, list):
             return f"X: expected a list of rows, got {describe(got)}"
         if len(rows) != len(want):
-            return f"X: expected {len(want)} rows (one per token), got {len(rows)}"
+            return f"X: expected {len(want)} rows (one per token), got {_fewer(rows, want)}"
         wrong, first_at = 0, None
-        for t, (row, ref) in enumerate(zip(rows, want)):
+        for t, (row, ref) in enumerate(zip(rows, want, strict=True)):
             row = _listed(row)
             if not isinstance(row, list):
                 return f"X: row {t} should be a list of {len(ref)} numbers, got {describe(row)}"
             if len(row) != len(ref):
-                return f"X: expected {len(ref)} numbers in each row (one per column of E), got {len(row)} in row {t}"
-            for j, (a, b) in enumerate(zip(row, ref)):
+                return (f"X: expected {len(ref)} numbers in each row (one per column of E), got {_fewer(row, ref)} "
+                        f"in row {t}")
+            for j, (a, b) in enumerate(zip(row, ref, strict=True)):
                 a = _real(a)
                 if a is None:
                     return f"X: row {t} holds something that is not a number"
@@ -63,7 +76,7 @@ def _rows_judge(want: list[list[float]], tol: float):
     return judge
 
 
-def ex1_one_hot_by_hand():
+def ex1_one_hot_by_hand(seed: int):
     E = [[1, 0, 2], [0, 3, 1], [2, 2, 0], [1, -1, 4], [0, 1, -2]]
     w = [3, 1, 4, 3]
     one_hot = [[1 if v == t else 0 for v in range(5)] for t in w]
@@ -81,8 +94,8 @@ def _scales_judge(want: list[float], rtol: float):
         if not isinstance(values, list):
             return f"scales: expected a list of {len(want)} numbers, got {describe(got)}"
         if len(values) != len(want):
-            return f"scales: expected {len(want)} numbers [a, b, c], got {len(values)}"
-        for name, a, b in zip(names, values, want):
+            return f"scales: expected {len(want)} numbers [a, b, c], got {_fewer(values, want)}"
+        for name, a, b in zip(names, values, want, strict=True):
             a = _real(a)
             if a is None:
                 return f"scales: {name} is not a number"
@@ -92,7 +105,7 @@ def _scales_judge(want: list[float], rtol: float):
     return judge
 
 
-def ex2_rms_scales():
+def ex2_rms_scales(seed: int):
     one_hot = [0.0] * 32000
     one_hot[17] = 1.0
     a = (sum(x * x for x in one_hot) / len(one_hot)) ** 0.5
@@ -102,68 +115,56 @@ def ex2_rms_scales():
                reads("scales"), _scales_judge([a, b, c], 1e-3))
 
 
-def ex3_embed_one_hot():
-    g = torch.Generator().manual_seed(202)
+def ex3_embed_one_hot(seed: int):
+    g = generator(seed, "ex3_embed_one_hot")
     seq_dims = {1: ["seq"], 2: ["batch", "seq"], 3: ["batch", "block", "seq"]}
     for shape, V, d in [((1,), 3, 2), ((3, 7), 50, 8), ((2, 2, 5), 1000, 16)]:
         E = torch.randn(V, d, generator=g)
         ids = torch.randint(0, V, shape, generator=g)
-        args = [ids, E]
         yield Case(f"embed_one_hot with random ids of shape {shape} and a random E ({V}, {d})",
-                   calls("embed_one_hot", *args),
-                   returns(F.embedding(ids, E), seq_dims[len(shape)] + ["d"], **TOL))
+                   calls("embed_one_hot", ids, E), returns(F.embedding(ids, E), seq_dims[len(shape)] + ["d"], **TOL))
     E64 = torch.randn(6, 4, generator=g, dtype=torch.float64)
-    ids = torch.tensor([5, 0])
-    args = [ids, E64]
-    yield Case("embed_one_hot with a float64 E (6, 4) returns float64", calls("embed_one_hot", *args),
+    ids = torch.randint(0, 6, (2,), generator=g)
+    yield Case("embed_one_hot with a float64 E (6, 4) returns float64", calls("embed_one_hot", ids, E64),
                returns(F.embedding(ids, E64), ["seq", "d"], **TOL))
 
 
-@probe
-def a02_embedding(user, vocab_size, d_model, weight, ids):
-    """Embedding(vocab_size, d_model): its parameters, then its output on ``ids`` with ``weight`` copied in."""
-    import torch
-    module = user["Embedding"](vocab_size, d_model)
-    if not isinstance(module, torch.nn.Module):
-        return {"module": False, "kind": type(module).__name__}
-    params = [[name, list(p.shape)] for name, p in module.named_parameters()]
-    if [shape for _, shape in params] != [[vocab_size, d_model]]:
-        return {"module": True, "params": params}
-    with torch.no_grad():
-        module.weight.copy_(weight)
-        out = module(ids)
-    return {"module": True, "params": params, "out": out}
-
-
-@probe
-def a02_embedding_init(user, vocab_size, d_model, seed):
-    """The initial weight of Embedding(vocab_size, d_model), after torch.manual_seed(seed)."""
-    import torch
-    torch.manual_seed(seed)
-    return user["Embedding"](vocab_size, d_model).weight.detach()
-
-
-def _module_judge(V, d, ref):
+def _module_judge(ref):
+    """Scored: the output with the grader's weight copied in."""
     def judge(reply):
-        if not reply.get("module"):
-            return f"expected an instance of a torch.nn.Module subclass, got an object of type {reply.get('kind')}"
-        shapes = [tuple(shape) for _, shape in reply["params"]]
-        if not shapes:
-            return "the module has no parameters: wrap the weight in torch.nn.Parameter(...)"
-        if shapes != [(V, d)]:
-            return (f"expected one parameter, the weight of shape (vocab_size={V}, d_model={d}), got parameters of "
-                    f"shapes {shapes}")
-        problem = tensor(reply["out"], ref, dims=["batch", "seq", "d_model"], **TOL)
+        _module, _params, out = fields(reply, "module", "params", "out")
+        if out is None:
+            return ("no output: Embedding(vocab_size, d_model) must be an nn.Module with one parameter, weight, of "
+                    "shape (vocab_size, d_model), wrapped in torch.nn.Parameter(...) (the test copies its own in)")
+        problem = tensor(out, ref, dims=["batch", "seq", "d_model"], **TOL)
         return f"the output: {problem}" if problem else None
     return judge
 
 
-def _init_judge(d_model):
+def _params_judge(V, d):
+    """Unscored: the kernel says which parameters the module registered."""
+    def judge(reply):
+        module, params, _out = fields(reply, "module", "params", "out")
+        if not module:
+            return "expected an instance of a torch.nn.Module subclass"
+        if not isinstance(params, list):
+            return f"expected the parameters' shapes, got {describe(params)}"
+        if not params:
+            return "the module has no parameters: wrap the weight in torch.nn.Parameter(...)"
+        if params != [[V, d]]:
+            return f"expected one parameter, the weight of shape (vocab_size={V}, d_model={d})"
+        return None
+    return judge
+
+
+def _init_judge(vocab_size, d_model):
     target = 1 / math.sqrt(d_model)
 
     def judge(got):
         if not isinstance(got, torch.Tensor):
             return f"weight: expected a tensor, got {describe(got)}"
+        if tuple(got.shape) != (vocab_size, d_model):
+            return f"weight: expected shape (vocab_size={vocab_size}, d_model={d_model})"
         w = got.double()
         if not bool(torch.isfinite(w).all()):
             return "weight: some entries are NaN or infinite"
@@ -179,16 +180,19 @@ def _init_judge(d_model):
     return judge
 
 
-def ex4_embedding_module():
-    g = torch.Generator().manual_seed(404)
+def ex4_embedding_module(seed: int):
+    g = generator(seed, "ex4_embedding_module")
     for V, d in [(7, 2), (30, 16), (100, 36)]:
         weight = torch.randn(V, d, generator=g)
         ids = torch.randint(0, V, (3, 9), generator=g)
         ref = F.embedding(ids, weight) * d ** 0.5
-        yield Case(f"Embedding({V}, {d}): one parameter (vocab_size, d_model); with random weights copied in, "
-                   f"its output on random ids of shape (3, 9)",
-                   Request("a02_embedding", {"vocab_size": V, "d_model": d, "weight": weight, "ids": ids}),
-                   _module_judge(V, d, ref))
+        request = Request("a02.embedding", {"vocab_size": V, "d_model": d, "weight": weight, "ids": ids})
+        yield Case(f"Embedding({V}, {d}) with random weights copied in: its output on random ids of shape (3, 9)",
+                   request, _module_judge(ref))
+        yield Case(f"Embedding({V}, {d}) registers one parameter, of shape (vocab_size, d_model)", request,
+                   _params_judge(V, d), scored=False)
+    init_seed = rng(seed, "ex4_embedding_module init").randrange(2 ** 31)
     yield Case("the initial weight of Embedding(4000, 100): mean about 0 (within 0.01), standard deviation within 5% "
                "of 1/sqrt(d_model), normally distributed",
-               Request("a02_embedding_init", {"vocab_size": 4000, "d_model": 100, "seed": 1}), _init_judge(100))
+               Request("a02.embedding_init", {"vocab_size": 4000, "d_model": 100, "seed": init_seed}),
+               _init_judge(4000, 100))

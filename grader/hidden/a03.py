@@ -1,4 +1,9 @@
-"""Hidden tests of assignment 03, positional encodings (references: the formulas written out here, complex numbers)."""
+"""Hidden tests of assignment 03, positional encodings (references: the formulas written out here, complex numbers).
+
+Exercise 1 reads four entries of the exercise's d_model = 5 table, worked by hand: its question is fixed, not drawn
+from the seed. Every other input comes from the run's seed. Whether the sinusoidal table is a buffer rather than a
+trainable parameter is only reported (the kernel alone sees it); the module's output is scored.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +12,12 @@ import math
 import numpy as np
 import torch
 
-from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import describe, numbers, tensor
+from grader.hidden import Case, Request, calls, generator, reads
+from grader.hidden.judge import describe, fields, items, numbers, tensor
 
 ASSIGNMENT = "03_positional_encodings"
 GRADED = ["ex1_table_entries", "ex2_shift_matrix", "ex3_rope", "ex4_relative_bias_softmax", "ex5_sinusoidal_module"]
+FIXED = {"ex1_table_entries"}  # four entries of the exercise's d_model = 5 table, worked by hand
 TOL = {"atol": 1e-5, "rtol": 1e-5}
 
 
@@ -46,11 +52,12 @@ def _close(got, want: torch.Tensor, dims, name: str, **tol) -> str | None:
 def _returns(ref, dims, name):
     """A judge for ``calls``: the result close to ``ref``, in any floating-point dtype."""
     def judge(reply):
-        return _close(reply["out"], ref, dims, name, **TOL)
+        out, _args = fields(reply, "out", "args")
+        return _close(out, ref, dims, name, **TOL)
     return judge
 
 
-def ex1_table_entries():
+def ex1_table_entries(seed: int):
     want = [_P(1, 0, 5), _P(2, 1, 5), _P(3, 2, 5), _P(4, 3, 5)]
     yield Case("entries = [P[1, 0], P[2, 1], P[3, 2], P[4, 3]] of the d_model = 5 table (each within 1e-3)",
                reads("entries"), lambda got: numbers(got, want, 1e-3, "entries"))
@@ -73,9 +80,10 @@ def _shift_judge(c: int, d: int):
     eye = torch.eye(d, dtype=torch.float64)
 
     def judge(reply):
-        M = _floats(reply["out"])
+        out, _args = fields(reply, "out", "args")
+        M = _floats(out)
         if M is None:
-            return f"expected a float tensor, got {describe(reply['out'])}"
+            return f"expected a float tensor, got {describe(out)}"
         problem = tensor(M, _shift(c, d), dims=["row", "column"], dtype=None, **TOL)
         if problem:
             return problem
@@ -87,8 +95,8 @@ def _shift_judge(c: int, d: int):
     return judge
 
 
-def ex2_shift_matrix():
-    g = torch.Generator().manual_seed(33)
+def ex2_shift_matrix(seed: int):
+    g = generator(seed, "ex2_shift_matrix")
     for _ in range(4):
         d = 2 * int(torch.randint(1, 9, (1,), generator=g))
         c = int(torch.randint(-6, 7, (1,), generator=g))
@@ -104,90 +112,88 @@ def _rope(x: torch.Tensor, t: int) -> torch.Tensor:
     return torch.view_as_real(z).flatten()
 
 
-@probe
-def a03_rope_pairs(user, q, k, positions, offset):
-    """``[rope(q, t), rope(k, t - offset)]`` for every ``t`` of ``positions``."""
-    rope = user["rope"]
-    return [[rope(q.clone(), t), rope(k.clone(), t - offset)] for t in positions]
-
-
 def _relative_judge(q, k, positions, offset):
     def judge(replies):
-        if not isinstance(replies, list) or len(replies) != len(positions):
-            return "no answer for every position"
+        replies = items(replies, len(positions), "the replies, one per position")
         scores = []
-        for _t, (rq, rk) in zip(positions, replies):
+        for t, reply in zip(positions, replies, strict=True):
+            rq, rk = items(reply, 2, "the reply for one position")
             a, b = _floats(rq), _floats(rk)
             if a is None or b is None or tuple(a.shape) != (q.shape[0],) or tuple(b.shape) != (k.shape[0],):
                 return f"rope: expected a tensor of shape (d={q.shape[0]},), got {describe(rq if a is None else rk)}"
             if not bool(torch.isfinite(a).all() and torch.isfinite(b).all()):
                 return "rope returned NaN or infinite values"
             scores.append(float(a @ b))
+            if tensor(a, _rope(q, t), dtype=None, **TOL) or tensor(b, _rope(k, t - offset), dtype=None, **TOL):
+                return f"rope(q, t) or rope(k, t - {offset}) is wrong at one of the positions t"
         if max(scores) - min(scores) >= 1e-4:
-            return "the score <rope(q, t), rope(k, t - 5)> changes when t moves (more than 1e-4)"
+            return f"the score <rope(q, t), rope(k, t - {offset})> changes when t moves (more than 1e-4)"
         return None
     return judge
 
 
-def ex3_rope():
-    g = torch.Generator().manual_seed(303)
-    for d, t in [(2, 1), (4, 9), (16, 40), (64, 123)]:
+def ex3_rope(seed: int):
+    g = generator(seed, "ex3_rope")
+    for d, top in [(2, 3), (4, 20), (16, 100), (64, 300)]:
         x = torch.randn(d, generator=g)
-        args = [x, t]
-        yield Case(f"rope of a random vector of size {d} at position {t}", calls("rope", *args),
+        t = int(torch.randint(0, top, (), generator=g))
+        yield Case(f"rope of a random vector of size {d} at a random position below {top}", calls("rope", x, t),
                    _returns(_rope(x, t), ["d"], "the output"))
     q, k = torch.randn(32, generator=g), torch.randn(32, generator=g)
-    positions = [5, 17, 60]
-    yield Case("the relative property: <rope(q, t), rope(k, t - 5)> for random q and k of size 32 at t = 5, 17, 60 "
-               "(equal within 1e-4)",
-               Request("a03_rope_pairs", {"q": q, "k": k, "positions": positions, "offset": 5}),
-               _relative_judge(q, k, positions, 5))
+    offset = int(torch.randint(1, 10, (), generator=g))
+    positions = sorted(int(t) for t in torch.randperm(200, generator=g)[:3] + offset)
+    yield Case("the relative property: <rope(q, t), rope(k, t - c)> for random q and k of size 32, a random offset c "
+               "and three random positions t (equal within 1e-4, each rotation right)",
+               Request("a03.rope_pairs", {"q": q, "k": k, "positions": positions, "offset": offset}),
+               _relative_judge(q, k, positions, offset))
 
 
-def ex4_relative_bias_softmax():
-    g = torch.Generator().manual_seed(44)
-    for T, t in [(1, 0), (3, 1), (8, 7), (10, 0)]:
+def ex4_relative_bias_softmax(seed: int):
+    g = generator(seed, "ex4_relative_bias_softmax")
+    for T in [1, 3, 8, 10]:
+        t = int(torch.randint(0, T, (), generator=g))
         s = torch.randn(T, generator=g)
         b = torch.randn(2 * T - 1, generator=g)
         e = [math.exp(float(s[i]) + float(b[T - 1 + t - i])) for i in range(T)]
         want = torch.tensor([v / sum(e) for v in e], dtype=torch.float64)
         args = [s, b, t]
-        yield Case(f"relative_bias_softmax with random scores ({T},) and bias ({2 * T - 1},), query at position {t}",
+        yield Case(f"relative_bias_softmax with random scores ({T},) and bias ({2 * T - 1},), the query at a random "
+                   "position",
                    calls("relative_bias_softmax", *args),
                    _returns(want, ["key"], "the weights"))
 
 
-@probe
-def a03_sinusoidal(user, d_model, max_len, x):
-    """SinusoidalPositionalEncoding(d_model, max_len): its trainable parameters, its buffers, and its output on x."""
-    import torch
-    module = user["SinusoidalPositionalEncoding"](d_model, max_len)
-    if not isinstance(module, torch.nn.Module):
-        return {"module": False, "kind": type(module).__name__}
-    trainable = [name for name, p in module.named_parameters() if p.requires_grad]
-    buffers = [name for name, _ in module.named_buffers()]
-    return {"module": True, "trainable": trainable, "buffers": buffers, "out": module(x.clone())}
-
-
 def _sinusoidal_judge(ref):
+    """Scored: the module's output."""
     def judge(reply):
-        if not reply.get("module"):
-            return f"expected an instance of a torch.nn.Module subclass, got an object of type {reply.get('kind')}"
-        if reply["trainable"]:
-            return (f"the table is fixed, but the module has {len(reply['trainable'])} trainable parameter(s): "
-                    "store it with self.register_buffer('table', ...)")
-        if "table" not in reply["buffers"]:
-            return "the module has no buffer named table: store it with self.register_buffer('table', ...)"
-        problem = tensor(reply["out"], ref, dims=["batch", "seq", "d_model"], **TOL)
+        _module, _trainable, _buffer, out = fields(reply, "module", "trainable", "table_buffer", "out")
+        if out is None:
+            return "no output: expected an instance of a torch.nn.Module subclass"
+        problem = tensor(out, ref, dims=["batch", "seq", "d_model"], **TOL)
         return f"the output: {problem}" if problem else None
     return judge
 
 
-def ex5_sinusoidal_module():
-    g = torch.Generator().manual_seed(55)
+def _buffer_judge(reply):
+    """Unscored: the kernel says whether the table is a buffer and the module has nothing to train."""
+    module, trainable, table_buffer, _out = fields(reply, "module", "trainable", "table_buffer", "out")
+    if not module:
+        return "expected an instance of a torch.nn.Module subclass"
+    if trainable != 0:
+        return ("the table is fixed, but the module has trainable parameters: "
+                "store it with self.register_buffer('table', ...)")
+    if table_buffer is not True:
+        return "the module has no buffer named table: store it with self.register_buffer('table', ...)"
+    return None
+
+
+def ex5_sinusoidal_module(seed: int):
+    g = generator(seed, "ex5_sinusoidal_module")
     for d, L, seq in [(1, 3, 3), (7, 30, 12), (32, 100, 100), (9, 16, 1)]:
         x = torch.randn(3, seq, d, generator=g)
         table = torch.tensor([[_P(p, j, d) for j in range(d)] for p in range(seq)])
+        request = Request("a03.sinusoidal", {"d_model": d, "max_len": L, "x": x})
         yield Case(f"SinusoidalPositionalEncoding({d}, max_len={L}) on a random x of shape (3, {seq}, {d}): "
-                   "no trainable parameters, a buffer named table, and the output",
-                   Request("a03_sinusoidal", {"d_model": d, "max_len": L, "x": x}), _sinusoidal_judge(x + table))
+                   "the output", request, _sinusoidal_judge(x + table))
+        yield Case(f"SinusoidalPositionalEncoding({d}, max_len={L}): no trainable parameters, a buffer named table",
+                   request, _buffer_judge, scored=False)

@@ -1,15 +1,22 @@
-"""Hidden tests of assignment 05, multi-head attention (references: PyTorch's nn.MultiheadAttention and slicing)."""
+"""Hidden tests of assignment 05, multi-head attention (references: PyTorch's nn.MultiheadAttention and slicing).
+
+Exercise 1 works out BERT-base's sizes by hand (d_model 768, 12 heads, a (4, 9, 768) batch): its questions are
+fixed, not drawn from the seed. Every other input, PyTorch's weights included, comes from the run's seed. The layer's
+outputs with those weights copied in are scored; the names and sizes of its parameters are only reported (the
+kernel alone sees them).
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import describe, entry, first, returns, tensor
+from grader.hidden import Case, Request, calls, generator, reads
+from grader.hidden.judge import describe, entry, fields, returns, tensor
 
 ASSIGNMENT = "05_multi_head_attention"
 GRADED = ["ex1_head_arithmetic", "ex2_split_heads", "ex3_merge_heads", "ex4_multihead_attention"]
+FIXED = {"ex1_head_arithmetic"}  # BERT-base's sizes, worked by hand
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 PROJECTIONS = ("w_q", "w_k", "w_v", "w_o")
 
@@ -39,12 +46,12 @@ def _size(value, want) -> str | None:
         return f"expected a shape as a tuple of ints, e.g. (2, 3), got {describe(value)}"
     shape = tuple(_as_int(s) for s in value)
     if len(shape) != len(want):
-        return f"expected {len(want)} dimensions, got {len(shape)}"
-    wrong = [str(i) for i, (a, b) in enumerate(zip(shape, want)) if a != b]
+        return f"expected {len(want)} dimensions, got {'more' if len(shape) > len(want) else 'fewer'}"
+    wrong = [str(i) for i, (a, b) in enumerate(zip(shape, want, strict=True)) if a != b]
     return f"the size of dimension {', '.join(wrong)} is wrong" if wrong else None
 
 
-def ex1_head_arithmetic():
+def ex1_head_arithmetic(seed: int):
     d, h, b, t = 768, 12, 4, 9
     d_h = d // h
     with torch.device("meta"):  # count the parameters of PyTorch's own layer, without allocating it
@@ -70,8 +77,8 @@ def _split(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     return torch.stack([x[:, :, i * d_h:(i + 1) * d_h] for i in range(n_heads)], dim=1)
 
 
-def ex2_split_heads():
-    g = torch.Generator().manual_seed(11)
+def ex2_split_heads(seed: int):
+    g = generator(seed, "ex2_split_heads")
     for b, t, h, d_h in [(1, 1, 1, 1), (2, 7, 4, 3), (3, 5, 8, 2), (1, 4, 2, 6)]:
         x = torch.randn(b, t, h * d_h, generator=g)
         yield Case(f"split_heads(x, {h}) with x of shape {tuple(x.shape)}: head i holds features "
@@ -79,8 +86,8 @@ def ex2_split_heads():
                    returns(_split(x, h), ["batch", "heads", "seq", "d_h"], exact=True))
 
 
-def ex3_merge_heads():
-    g = torch.Generator().manual_seed(12)
+def ex3_merge_heads(seed: int):
+    g = generator(seed, "ex3_merge_heads")
     for b, h, t, d_h in [(1, 1, 1, 1), (2, 4, 7, 3), (3, 8, 5, 2), (1, 2, 4, 6)]:
         x = torch.randn(b, h, t, d_h, generator=g)
         ref = torch.cat([x[:, i] for i in range(h)], dim=-1)
@@ -95,73 +102,73 @@ def ex3_merge_heads():
 
 # --------------------------------------------------------------------------- exercise 4
 
-@probe
-def a05_multihead(user, d_model, n_heads, weights, x, memory=None):
-    """MultiHeadAttention(d_model, n_heads) with ``weights`` copied in, on ``x`` (and ``memory``)."""
-    import torch
-    module = user["MultiHeadAttention"](d_model, n_heads)
-    params = {name: tuple(int(s) for s in p.shape) for name, p in module.named_parameters()}
-    reply = {"params": params, "n_params": sum(int(p.numel()) for p in module.parameters()), "out": None}
-    if any(params.get(name) != tuple(int(s) for s in w.shape) for name, w in weights.items()):
-        return reply
-    with torch.no_grad():
-        for name, w in weights.items():
-            module.get_parameter(name).copy_(w)
-        reply["out"] = module(x) if memory is None else module(x, memory)
-    return reply
-
-
 def _structure(reply, d: int, n_ref: int) -> str | None:
-    """The four projections nn.Linear(d_model, d_model) with a bias, and no other parameters."""
-    params = reply["params"]
+    """Unscored: the four projections nn.Linear(d_model, d_model) with a bias, and no other parameters."""
+    params, n_params, _out = fields(reply, "params", "n_params", "out")
+    if not isinstance(params, dict):
+        return f"expected the parameters' shapes by name, got {describe(params)}"
     for lin in PROJECTIONS:
         if f"{lin}.weight" not in params:
             return (f"self.{lin} is missing: expected four nn.Linear(d_model, d_model) with a bias, named "
                     f"w_q, w_k, w_v and w_o")
-        if tuple(params[f"{lin}.weight"]) != (d, d):
-            return f"self.{lin}: expected nn.Linear({d}, {d}), got a weight of shape {tuple(params[f'{lin}.weight'])}"
+        if params[f"{lin}.weight"] != [d, d]:
+            return f"self.{lin}: expected nn.Linear({d}, {d}); its weight has another shape"
         if f"{lin}.bias" not in params:
             return f"self.{lin} has no bias: each projection is an nn.Linear with a bias"
-        if tuple(params[f"{lin}.bias"]) != (d,):
-            return f"self.{lin}.bias: expected shape ({d},), got {tuple(params[f'{lin}.bias'])}"
-    if reply["n_params"] != n_ref:
-        return (f"expected only the parameters of four nn.Linear(d_model, d_model) layers with biases (as many as "
-                f"nn.MultiheadAttention(d_model, n_heads) has), got {reply['n_params']} parameters")
+        if params[f"{lin}.bias"] != [d]:
+            return f"self.{lin}.bias: expected shape ({d},); it has another shape"
+    if n_params != n_ref:
+        return ("expected only the parameters of four nn.Linear(d_model, d_model) layers with biases (as many as "
+                "nn.MultiheadAttention(d_model, n_heads) has)")
     return None
 
 
-def _mha_judge(ref: torch.Tensor, d: int, n_ref: int):
+def _mha_judge(ref: torch.Tensor):
+    """Scored: the output with PyTorch's weights copied in."""
     def judge(reply):
-        return first(_structure(reply, d, n_ref), tensor(reply["out"], ref, dims=["batch", "T_q", "d_model"], **TOL))
+        _params, _n, out = fields(reply, "params", "n_params", "out")
+        if out is None:
+            return ("no output: expected w_q, w_k, w_v and w_o, four nn.Linear(d_model, d_model) with a bias (the "
+                    "test copies PyTorch's weights into them)")
+        return tensor(out, ref, dims=["batch", "T_q", "d_model"], **TOL)
     return judge
 
 
-def ex4_multihead_attention():
-    g = torch.Generator().manual_seed(99)
+def _pytorch_layer(g, d: int, h: int) -> torch.nn.MultiheadAttention:
+    """nn.MultiheadAttention(d, h) with weights and biases drawn from ``g``."""
+    with torch.random.fork_rng(devices=[]):  # building it draws PyTorch's own initial weights: leave no trace
+        theirs = torch.nn.MultiheadAttention(d, h, batch_first=True).eval()
+    with torch.no_grad():
+        for p in (theirs.in_proj_weight, theirs.out_proj.weight):
+            p.copy_((2 * torch.rand(p.shape, generator=g) - 1) / d ** 0.5)
+        for p in (theirs.in_proj_bias, theirs.out_proj.bias):
+            p.copy_(torch.randn(p.shape, generator=g))
+    return theirs
+
+
+def ex4_multihead_attention(seed: int):
+    g = generator(seed, "ex4_multihead_attention")
     for d, h, t_q, t_k in [(8, 1, 3, 3), (24, 6, 4, 9), (32, 8, 6, 2)]:
-        with torch.random.fork_rng(devices=[]):  # PyTorch's default initialisation, seeded, without side effects
-            torch.manual_seed(d)
-            theirs = torch.nn.MultiheadAttention(d, h, batch_first=True).eval()
-        with torch.no_grad():
-            theirs.in_proj_bias.normal_(generator=g)
-            theirs.out_proj.bias.normal_(generator=g)
+        theirs = _pytorch_layer(g, d, h)
         x = torch.randn(2, t_q, d, generator=g)
         memory = torch.randn(2, t_k, d, generator=g)
         ws, bs = theirs.in_proj_weight.detach().chunk(3), theirs.in_proj_bias.detach().chunk(3)
         weights = {}
         for lin, w, b in zip(PROJECTIONS, (*ws, theirs.out_proj.weight.detach()),
-                             (*bs, theirs.out_proj.bias.detach())):
+                             (*bs, theirs.out_proj.bias.detach()), strict=True):
             weights[f"{lin}.weight"], weights[f"{lin}.bias"] = w.clone(), b.clone()
         n_ref = sum(p.numel() for p in theirs.parameters())
         with torch.no_grad():
             ref_self = theirs(x, x, x, need_weights=False)[0]
             ref_cross = theirs(x, memory, memory, need_weights=False)[0]
-        yield Case(f"MultiHeadAttention({d}, {h}) with PyTorch's weights, self-attention on x of shape "
-                   f"{tuple(x.shape)}",
-                   Request("a05_multihead", {"d_model": d, "n_heads": h, "weights": weights, "x": x}),
-                   _mha_judge(ref_self, d, n_ref))
-        yield Case(f"MultiHeadAttention({d}, {h}) with PyTorch's weights, cross-attention from x of shape "
-                   f"{tuple(x.shape)} to memory of shape {tuple(memory.shape)}",
-                   Request("a05_multihead", {"d_model": d, "n_heads": h, "weights": weights, "x": x,
+        request = Request("a05.multihead", {"d_model": d, "n_heads": h, "weights": weights, "x": x})
+        yield Case(f"MultiHeadAttention({d}, {h}) with random weights of PyTorch's layer, self-attention on x of "
+                   f"shape {tuple(x.shape)}", request, _mha_judge(ref_self))
+        yield Case(f"MultiHeadAttention({d}, {h}) with random weights of PyTorch's layer, cross-attention from x of "
+                   f"shape {tuple(x.shape)} to memory of shape {tuple(memory.shape)}",
+                   Request("a05.multihead", {"d_model": d, "n_heads": h, "weights": weights, "x": x,
                                              "memory": memory}),
-                   _mha_judge(ref_cross, d, n_ref))
+                   _mha_judge(ref_cross))
+        yield Case(f"MultiHeadAttention({d}, {h}) has four nn.Linear({d}, {d}) with biases, w_q, w_k, w_v and w_o, "
+                   "and no other parameters", request, lambda reply, d=d, n=n_ref: _structure(reply, d, n),
+                   scored=False)

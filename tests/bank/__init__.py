@@ -14,9 +14,6 @@ Each module defines ``ASSIGNMENT`` (the assignment id), ``WRONG`` and ``CHECKS``
 - ``KEEPS_INPUTS[answer_cell] = hint_fragment`` (optional): the exercise says not to change its inputs in
   place; an answer that does must be rejected by both, and the visible check must say so (``hint_fragment``).
   In every other exercise, an answer may change its tensor inputs in place and still earns its points.
-- ``REPORTED_ONLY = {(answer_cell, mistake), ...}`` (optional): wrong answers whose only fault is a property only
-  the kernel can see (a call made, a parameter registered, the same result twice): the hidden tests report them
-  (``verdict(...).reported``) without scoring them, so they need not fail a scored case.
 """
 
 from __future__ import annotations
@@ -29,7 +26,6 @@ CHECKS: dict[str, dict] = {}
 EXPECTED: dict[str, dict] = {}
 RIGHT: dict[str, dict] = {}
 KEEPS_INPUTS: dict[str, dict] = {}
-REPORTED_ONLY: dict[str, set] = {}
 
 for _info in pkgutil.iter_modules(__path__):
     if _info.name.startswith("a"):
@@ -39,4 +35,3 @@ for _info in pkgutil.iter_modules(__path__):
         EXPECTED[_mod.ASSIGNMENT] = getattr(_mod, "EXPECTED", {})
         RIGHT[_mod.ASSIGNMENT] = getattr(_mod, "RIGHT", {})
         KEEPS_INPUTS[_mod.ASSIGNMENT] = getattr(_mod, "KEEPS_INPUTS", {})
-        REPORTED_ONLY[_mod.ASSIGNMENT] = getattr(_mod, "REPORTED_ONLY", set())

@@ -176,3 +176,7 @@ RIGHT = {
 }
 
 KEEPS_INPUTS = {"ex2_answer": "changed its input", "ex3_answer": "changed its input"}
+
+# Wrong only in changing the caller's dict: only the kernel sees its inputs after the call, so the hidden tests report
+# it (unscored); the visible check rejects it (KEEPS_INPUTS).
+REPORTED_ONLY = {("ex2_answer", "empties the input"), ("ex3_answer", "changes the input")}

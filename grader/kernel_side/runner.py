@@ -1,0 +1,50 @@
+"""Answer one grade cell's hidden questions (kernel side): run each probe, write each reply.
+
+The grader wrote every question as plain data in ``<box>/in/<grade id>/<case>/request.json``; the
+reply goes to ``<box>/out/<grade id>/<case>/reply.json`` (with its arrays beside it). While a probe
+calls the student's code, the forbidden callables the grader named are watched for
+(``forbidden_calls``); what ran is reported in the reply's ``"ran"``, as the kernel saw it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from . import plain, probes
+
+
+def answer(user: dict, box: str, gid: str, n: int, watch: tuple = ()) -> None:
+    """Reply to the ``n`` questions of grade cell ``gid`` with the student's namespace ``user``."""
+    for i in range(n):
+        where = os.path.join(box, "in", gid, str(i))
+        there = os.path.join(box, "out", gid, str(i))
+        os.makedirs(there, exist_ok=True)
+        ran: list = []
+        try:
+            req = plain.decode(plain.read_json(where, "request.json"), where, True,
+                               plain.Budget(array_bytes=2**30, items=10**6, keys=10**5))
+            fn = probes.resolve(req["probe"])
+            with _watching(watch) as seen:
+                try:
+                    value = fn(user, **req["inputs"])
+                finally:
+                    ran = list(seen)
+            reply = {"ok": plain.encode(value, there)}
+        except Exception as exc:  # noqa: BLE001 - the student's error is the reply
+            text = str(exc).splitlines()[0][:200] if str(exc) else ""
+            reply = {"error": type(exc).__name__ + (": " + text if text else "")}
+        reply["ran"] = sorted(set(map(str, ran)))
+        with open(os.path.join(there, "reply.json"), "w") as f:
+            json.dump(reply, f, allow_nan=True)
+
+
+def _watching(watch):
+    """The forbidden-call recorder (a context that gives the list of what ran); nothing watched, nothing recorded."""
+    import contextlib
+
+    if not watch:
+        return contextlib.nullcontext([])
+    from . import forbidden_calls
+
+    return forbidden_calls.recording(list(watch))

@@ -1,0 +1,93 @@
+"""Grading workers: processes that each grade one submission at a time, in its own sandbox.
+
+The parent makes every submission's box, hands the submission to a free worker, and takes the
+result back. A worker that dies (killed, out of memory) costs only the submission it was grading:
+that submission is named as not graded, its box is removed by the parent, and a new worker takes
+the rest. Workers are started with ``spawn``, so each claims a sandbox uid of its own.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from multiprocessing.connection import wait
+from typing import Callable
+
+from grader import sandbox
+
+
+def _serve(conn, work: Callable) -> None:
+    """A worker's loop: ``(key, kwargs)`` in, ``(key, result or None, error text)`` out, until ``None``."""
+    while True:
+        job = conn.recv()
+        if job is None:
+            return
+        key, kwargs = job
+        try:
+            conn.send((key, work(**kwargs), ""))
+        except Exception as exc:  # noqa: BLE001 - one broken submission never stops the worker
+            conn.send((key, None, f"{type(exc).__name__}: {str(exc)[:200]}"))
+
+
+class _Worker:
+    def __init__(self, ctx, work: Callable):
+        self.conn, child = ctx.Pipe()
+        self.process = ctx.Process(target=_serve, args=(child, work), daemon=True)
+        self.process.start()
+        child.close()
+        self.job = None  # (key, box) being graded
+
+    def stop(self) -> None:
+        try:
+            self.conn.send(None)
+        except OSError:
+            pass
+        self.process.join(5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join()
+
+
+def run_all(jobs: list, work: Callable, workers: int, done: Callable, failed: Callable) -> None:
+    """Grade every ``(key, kwargs)`` of ``jobs`` with ``work(box=..., **kwargs)`` on ``workers`` processes.
+
+    ``done(key, result)`` for each result, ``failed(key, why)`` for a submission that could not be graded.
+    Each job gets a new box (``sandbox.new_box``), removed here once the job is over, however it ended.
+    """
+    ctx = multiprocessing.get_context("spawn")
+    todo, pool = list(jobs), [_Worker(ctx, work) for _ in range(max(1, min(workers, len(jobs))))]
+    try:
+        while todo or any(w.job for w in pool):
+            for w in pool:
+                if w.job is None and todo:
+                    key, kwargs = todo.pop(0)
+                    box = sandbox.new_box()
+                    w.job = (key, box)
+                    w.conn.send((key, {**kwargs, "box": box}))
+            busy = [w for w in pool if w.job]
+            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+            for w in list(busy):
+                if w.conn in ready or w.process.sentinel in ready:
+                    _collect(w, ctx, work, pool, done, failed)
+    finally:
+        for w in pool:
+            w.stop()
+
+
+def _collect(w: _Worker, ctx, work, pool: list, done: Callable, failed: Callable) -> None:
+    """The result of ``w``'s job, or its death: either way the job's box is removed."""
+    key, box = w.job
+    try:
+        got, result, error = w.conn.recv()
+    except (EOFError, OSError):  # the worker died while grading this submission
+        w.process.join(5)
+        failed(key, f"the grading worker stopped while grading this file (exit code {w.process.exitcode}); "
+                    "it was not graded")
+        pool[pool.index(w)] = _Worker(ctx, work)
+    else:
+        if error:
+            failed(key, f"grading failed: {error}")
+        else:
+            done(key, result)
+    finally:
+        sandbox.remove_box(box)
+    w.job = None

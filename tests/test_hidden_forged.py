@@ -92,3 +92,29 @@ def test_forged_replies_never_pass_a_wrong_answer(assignment, cell, tmp_path):
                       if problem_of(case, "ok", forged) is None and not same(part, at(right[n], where))]
             assert not passed, f"{mistake}: {case.what}: a forged reply passes ({passed[:3]})"
     assert failing, f"{cell}: no wrong answer fails a scored case with a reply to forge"
+
+
+# Wrong answers that a rewritten reply used to lift to full marks, and the rewrite: the honest reply fails a scored
+# case, and so does the rewritten one.
+_NO_GRAD = ("import torch\n_given = masked_attention\n\ndef masked_attention(q, k, v, mask):\n"
+            "    with torch.no_grad():\n        return _given(q, k, v, mask)\n")
+_CONSTANT_LOSS = ("_given = train_step\n\ndef train_step(*args, **kwargs):\n    _given(*args, **kwargs)\n"
+                  "    return 1.0\n")
+FINDINGS = [
+    ("07_masking", "ex6_answer", _NO_GRAD, lambda r: [{**r, "grads": []}, {**r, "grads": None},
+                                                       {"out": r["out"]}]),
+    ("10_whole_transformer", "ex2_answer", _CONSTANT_LOSS, lambda r: [{**r, "losses": []}, {**r, "losses": [1.0]},
+                                                                      {k: v for k, v in r.items() if k != "losses"}]),
+]
+
+
+@pytest.mark.parametrize("assignment,cell,wrapper,rewrite", FINDINGS, ids=["07-no_grad", "10-constant_loss"])
+def test_rewritten_replies_of_known_attacks_still_fail(assignment, cell, wrapper, rewrite, tmp_path):
+    source = dict(answers(assignment))[cell] + "\n" + wrapper
+    cases, replies = ask(assignment, cell, source, tmp_path)
+    failed = [(case, value) for case, (kind, value) in zip(cases, replies, strict=True)
+              if case.scored and kind == "ok" and problem_of(case, kind, value)]
+    assert failed, "the honest reply of the wrong answer passes"
+    for case, value in failed:
+        for forged in rewrite(value):
+            assert problem_of(case, "ok", forged), case.what

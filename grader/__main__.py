@@ -1,4 +1,5 @@
-"""``python -m grader ASSIGNMENT SUBMISSIONS [--out DIR] [--timeout S] [--jobs N]`` (or ``make grade``)."""
+"""``python -m grader ASSIGNMENT SUBMISSIONS [--out DIR] [--timeout S] [--jobs N] [--forbidden flag|zero]``
+(or ``make grade``)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
                         "run.json), to ask the same questions again")
     parser.add_argument("--secret-file", type=Path, help="a file outside the repository holding the course's "
                         "secret, from which the seed is derived (or set $GRADER_SECRET; default: a fresh seed)")
+    parser.add_argument("--forbidden", choices=("flag", "zero"), default="flag",
+                        help="code that uses what its exercise forbids: flag it (default) or score that exercise 0")
     args = parser.parse_args(argv)
     if args.jobs is not None and args.jobs < 1:
         parser.error(f"--jobs: expected a whole number >= 1, got {args.jobs}")
@@ -32,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.budget is not None and args.budget < 1:
         parser.error(f"--budget: expected a whole number of seconds >= 1, got {args.budget}")
     return grade(args.assignment, args.submissions.resolve(), args.out.resolve(), args.timeout, args.jobs,
-                 args.budget, args.seed, args.secret_file)
+                 args.budget, args.seed, args.secret_file, args.forbidden)
 
 
 if __name__ == "__main__":

@@ -202,16 +202,3 @@ def rebuild(sub: Submission, nb, release):
         at = ids.index(anchor_id) + 1 if anchor_id in ids else setup_at + 1  # unanchored: after the setup cell
         out.cells[at:at] = new_cells
     return out
-
-
-def locked_setup(release) -> str:
-    """The locked code cells before the first answer, without IPython magics (the guard runs them)."""
-    parts = []
-    for cell in release.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
-            break
-        if cell.cell_type == "code" and meta.get("locked") and not meta.get("grade"):
-            parts.append("\n".join(ln[: len(ln) - len(ln.lstrip())] + "pass" if ln.lstrip().startswith(("%", "!"))
-                                    else ln for ln in cell.source.splitlines()))
-    return "\n".join(parts)

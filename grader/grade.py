@@ -7,6 +7,7 @@ submission's result is saved as soon as it is ready, so a run that stops loses n
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -16,7 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from grader import collect, feedback, flags, gradebook, report, sandbox, workers
+from grader import collect, feedback, gradebook, hidden, report, sandbox, workers
+from grader.forbidden import findings
 from grader.run import grade_in_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -83,8 +85,10 @@ def _fresh(out: Path) -> Path:
     return out / "_nbgrader"
 
 
-def _saver(out: Path, assignment: str, db_url: str, unsafe: bool, sandboxes: dict):
-    """The callback that records one finished submission: gradebook, feedback page, results file."""
+def _saver(out: Path, assignment: str, db_url: str, unsafe: bool, sandboxes: dict, zeroed: dict, flagged: dict):
+    """The callback that records one finished submission: gradebook, feedback page, results file.
+    ``zeroed``: student -> {grade_id: findings} scored 0 (``--forbidden zero``); ``flagged``: student -> flags,
+    which the page shows too."""
     import nbformat
 
     def done(sub, result: dict) -> None:
@@ -96,12 +100,17 @@ def _saver(out: Path, assignment: str, db_url: str, unsafe: bool, sandboxes: dic
             if names:
                 sub.note(f"{gid}: while the hidden tests ran, the kernel reported calls to {', '.join(names)}, which "
                          "this exercise forbids (reported by your kernel)")
+        for gid, why in zeroed.get(sub.student, {}).items():
+            if gid in judged:
+                judged[gid] = dataclasses.replace(judged[gid], points=0.0, failures=[*judged[gid].failures, *why])
+                sub.note(f"{gid} scored 0: it uses what the exercise forbids (--forbidden zero; see flags)")
         sub.points = {gid: v.points for gid, v in judged.items()}
         sub.score = gradebook.record(db_url, assignment, sub.student, sub.points)
         sub.graded = True
         sandboxes[sub.student] = result["sandbox"]
         nb = nbformat.reads(result["notebook"], as_version=4)
-        page = feedback.page(nb, judged, sub.problems, assignment, sub.student, db_url, sandboxed=not unsafe)
+        notes = [*sub.problems, *(f"read by the grader: {f}" for f in flagged.get(sub.student, []))]
+        page = feedback.page(nb, judged, notes, assignment, sub.student, db_url, sandboxed=not unsafe)
         (out / "feedback" / f"{sub.student}.html").write_text(page, encoding="utf-8")
         saved = {"student": sub.student, "file": report.clean(sub.source.name), "score": sub.score,
                  "points": sub.points, "problems": sub.problems, "sandbox": result["sandbox"],
@@ -142,13 +151,23 @@ def _summary(rows: list[dict], unsafe: bool, has_mathjax: bool, seconds_each: fl
         print(f"WARNING: graded without a sandbox ({sandbox.UNSAFE}=1): student code ran with your privileges")
 
 
+def _to_zero(found: list) -> dict[str, list[str]]:
+    """``--forbidden zero``: grade_id -> the findings that score that exercise 0."""
+    out: dict[str, list[str]] = {}
+    for f in found:
+        if f.grade_id:
+            out.setdefault(f.grade_id, []).append(f.text)
+    return out
+
+
 def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading", timeout: int | None = None,
           jobs: int | None = None, budget: int | None = None, seed: int | None = None,
-          secret_file: Path | None = None) -> int:
+          secret_file: Path | None = None, forbidden: str = "flag") -> int:
     """Grade every submission of ``assignment`` in ``submissions``; 0 when the run completed, 2 if it cannot start.
 
     ``budget``: seconds one submission may take in all (default ten cell timeouts); ``seed``: the hidden inputs'
-    seed of an earlier run to grade again (default: from the course's secret, else fresh).
+    seed of an earlier run to grade again (default: from the course's secret, else fresh); ``forbidden="zero"``
+    scores 0 every exercise whose cells use what it forbids (default: flag it only).
     """
     import nbformat
 
@@ -181,18 +200,21 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
                 "budget": budget, "limits": sandbox.limits_line(), "sandboxed": not unsafe}
     (out / "run.json").write_text(json.dumps(run_info, indent=1), encoding="utf-8")
     started = time.perf_counter()
-    ready, flagged = [], {}
+    ready, flagged, zeroed = [], {}, {}
     for sub in subs:
         if (rebuilt := collect.prepare(sub, release)) is not None:
-            flagged[sub.student] = _flags(rebuilt)
+            found = _findings(rebuilt, assignment)
+            flagged[sub.student] = [f.text if hasattr(f, "text") else f for f in found]
+            zeroed[sub.student] = _to_zero([f for f in found if hasattr(f, "grade_id")]) if forbidden == "zero" else {}
             ready.append((sub, nbformat.writes(rebuilt)))
     has_mathjax = feedback.copy_mathjax(out / "feedback")
     sandboxes: dict = {}
     # 2. sandboxed runs (and 3-5 for each as it finishes)
-    save = _saver(out, assignment, db_url, unsafe, sandboxes)
+    save = _saver(out, assignment, db_url, unsafe, sandboxes, zeroed, flagged)
+    watch = {gid: tuple(f.names) for gid, f in getattr(hidden.module_for(assignment), "FORBIDS", {}).items()}
     by_key = {i: sub for i, (sub, _) in enumerate(ready)}
     jobs_list = [(i, {"assignment": assignment, "text": text, "seed": seed, "timeout": timeout, "budget": budget,
-                      "max_points": max_points, "watch": {}}) for i, (_, text) in enumerate(ready)]
+                      "max_points": max_points, "watch": watch}) for i, (_, text) in enumerate(ready)]
 
     def done(key, result):
         try:
@@ -215,10 +237,10 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
     return 0
 
 
-def _flags(nb) -> list[str]:
-    """What to read in ``nb`` (``grader.flags``); a scan that fails says so instead of stopping the run."""
+def _findings(nb, assignment: str) -> list:
+    """What to read in ``nb`` (``grader.forbidden``); a reading that fails says so instead of stopping the run."""
     try:
-        return flags.submission_flags(nb)
+        return findings(nb, assignment)
     except (Exception, RecursionError) as exc:  # noqa: BLE001 - MemoryError too
         return [f"the code could not be read for flags ({type(exc).__name__}); read it"]
 

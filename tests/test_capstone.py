@@ -171,13 +171,17 @@ def test_translation_explorer():
     assert "correct" in ex.view.value and "<b>C</b>" in ex.view.value
     ex.word.value = 2
     assert ex.weights.tolist() == [1.0, 0.0, 0.0]
+    menu = ex.word.options
     ex.sentence.value = "d e"
-    assert ex.word.value == 0 and len(ex.word.options) == 3  # D, E, <eos>
+    assert ex.word.options == menu and len(menu) == 4  # one menu for every sentence: C, B, A, <eos> is the longest
+    assert ex.word.value == 2 and ex.words == ["E", "D", "<eos>"]
     assert ex.translation == "E D"
-    assert "expected: nope" in ex.view.value
-    ex.word.value = 2
-    assert "&lt;eos&gt;" in ex.view.value
+    assert "expected: nope" in ex.view.value and "<b>&lt;eos&gt;</b>" in ex.view.value
     torch.testing.assert_close(ex.weights, torch.tensor([0.5, 0.5]))
+    ex.word.value = 3  # past the end of "E D <eos>": its last word, and a note
+    assert ex.position == 2 and "the translation has 3 words" in ex.view.value
+    ex.word.value = 0
+    assert ex.weights.tolist() == [0.0, 1.0] and "<b>E</b>" in ex.view.value
 
 
 @pytest.mark.slow

@@ -264,3 +264,50 @@ def test_every_chapter_page_weighs_at_most_2_mb(html):
     assert len(weights) >= 11
     heavy = {page: w["total"] for page, w in weights.items() if w["total"] > 2_000_000}
     assert not heavy, heavy
+
+
+FOCUS = """(() => { const a = document.activeElement;
+  const c = a && a.closest('.explorer-static') && a.closest('[class*="explorer-c"]');
+  return c ? [...c.classList].filter(x => /^explorer-c[0-9]+$/.test(x))[0] : null; })()"""
+
+
+def tab_order(html: Path, profile: Path, only: tuple[str, ...] = ()) -> list[dict]:
+    """For every menu and slider of every explorer that has a control after it: focus it, change its value
+    with the arrow keys, press Tab until the focus leaves it; one record per control, with the control that
+    has the focus then."""
+    browser = DevTools(profile)
+    records = []
+    try:
+        for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+            if (only and path.stem not in only) or not notebook_explorers(path):
+                continue
+            url = (html / "notebooks" / f"{path.stem}.html").as_uri()
+            browser.send("Page.navigate", session=True, url=url)
+            browser.evaluate(SETTLED.replace("__URL__", json.dumps(url)), timeout=60)
+            for n in range(browser.evaluate("document.querySelectorAll('.explorer-static').length")):
+                controls = len(settle(browser, n)["key"])
+                for k in range(controls - 1):
+                    where = browser.evaluate(LOCATE.replace("__N__", str(n)).replace("__K__", str(k)))
+                    if where["kind"] == "toggle":
+                        continue
+                    operate(browser, n, k)
+                    settle(browser, n)
+                    focus = f"explorer-c{k}"
+                    for _ in range(3):  # a slider's readout takes the focus first, inside the same control
+                        press(browser, "Tab", 9)
+                        time.sleep(0.2)
+                        focus = browser.evaluate(FOCUS)
+                        if focus != f"explorer-c{k}":
+                            break
+                    records.append({"page": path.stem, "explorer": n, "control": k, "focus": focus,
+                                    "expected": f"explorer-c{k + 1}"})
+    finally:
+        browser.close()
+    return records
+
+
+def test_after_a_change_the_tab_key_reaches_the_next_control(html, tmp_path):
+    records = tab_order(html, tmp_path / "chromium")
+    assert records, "no menu or slider with a control after it"
+    bad = [r for r in records if r["focus"] != r["expected"]]
+    assert not bad, "\n".join(json.dumps(r) for r in bad)

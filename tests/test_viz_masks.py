@@ -112,10 +112,42 @@ def test_padding_hides_the_pad_keys_and_can_be_turned_off():
 
 def test_shortening_a_sentence_pads_it():
     ex = MaskExplorer(SENTENCES, SCORES)
-    ex.lengths[0].value = 2
+    ex.cut.value = 2
     assert ex.tokens[0] == ["<sos>", "Ich", "<pad>", "<pad>"]
     assert ex.is_real[0].tolist() == [True, True, False, False]
     assert not ex.mask[0, 3, 2:].any()
+
+
+def test_the_cut_applies_to_the_sentence_shown():
+    ex = MaskExplorer(SENTENCES, SCORES, sentence=1)
+    assert (ex.cut.value, ex.cut.max) == (0, 2)  # up to the shortest sentence's length, for every sentence
+    ex.cut.value = 1
+    assert ex.lengths == [4, 1] and ex.tokens[1] == ["<sos>", "<pad>", "<pad>", "<pad>"]
+    ex.sentence.value = 0
+    assert ex.lengths == [3, 2] and ex.tokens[0] == ["<sos>", "Ich", "habe", "<pad>"]
+
+
+def test_from_a_padded_sentence_every_control_changes_the_view():
+    ex = MaskExplorer(SENTENCES, SCORES, query=1, sentence=1)
+    first = ex.view.value
+    for control in ex.controls:
+        start = control.value
+        if isinstance(control.value, bool):
+            control.value = not start
+        elif control is ex.side:
+            control.value = "left"
+        elif control is ex.sentence:
+            control.value = 0
+        else:
+            control.value = start - 1 if start == control.max else start + 1
+        assert ex.view.value != first, control.description
+        control.value = start
+        assert ex.view.value == first, control.description
+
+
+def test_mask_explorer_rejects_a_bad_first_sentence():
+    with pytest.raises(ValueError, match=r"sentence: expected an index in \[0, 1\], got 2"):
+        MaskExplorer(SENTENCES, SCORES, sentence=2)
 
 
 def test_left_padding_under_the_causal_mask_empties_rows():
@@ -133,8 +165,8 @@ def test_left_padding_under_the_causal_mask_empties_rows():
 
 
 def test_a_sentence_of_length_zero_has_no_key_at_all():
-    ex = MaskExplorer(SENTENCES, SCORES, causal=False)
-    ex.lengths[1].value = 0
+    ex = MaskExplorer(SENTENCES, SCORES, causal=False, sentence=1)
+    ex.cut.value = 2
     assert ex.tokens[1] == ["<pad>"] * 4
     assert not ex.mask[1].any()
     assert torch.equal(ex.all_weights[1], torch.zeros(4, 4))

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 import torch
 
+from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, generator, reads
 from grader.hidden.judge import as_int, describe, entry, fields, items, unchanged
 
 ASSIGNMENT = "01_tokenization"
 GRADED = ["ex1_tokens_by_hand", "ex2_count_pairs", "ex3_merge_pair", "ex4_word_tokenizer"]
 FIXED = {"ex1_tokens_by_hand"}  # ids and text worked by hand on the exercise's vocabulary
+FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
+    "ex2_count_pairs": Forbid("count_pairs", ("transformer.count_pairs",)),
+    "ex3_merge_pair": Forbid("merge_pair", ("transformer.merge_pair",)),
+    "ex4_word_tokenizer": Forbid("WordLevelTokenizer", ("transformer",)),
+}
 SPECIALS = ["<pad>", "<sos>", "<eos>", "<unk>"]
 
 

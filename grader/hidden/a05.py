@@ -11,12 +11,22 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, generator, reads
 from grader.hidden.judge import describe, entry, fields, returns, tensor
 
 ASSIGNMENT = "05_multi_head_attention"
 GRADED = ["ex1_head_arithmetic", "ex2_split_heads", "ex3_merge_heads", "ex4_multihead_attention"]
 FIXED = {"ex1_head_arithmetic"}  # BERT-base's sizes, worked by hand
+FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
+    "ex2_split_heads": Forbid("split_heads", ("transformer",)),
+    "ex3_merge_heads": Forbid("merge_heads", ("transformer",)),
+    "ex4_multihead_attention": Forbid("MultiHeadAttention", (
+        "torch.nn.MultiheadAttention",
+        "torch.nn.functional.scaled_dot_product_attention",
+        "transformer",
+    )),
+}
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 PROJECTIONS = ("w_q", "w_k", "w_v", "w_o")
 

@@ -10,12 +10,22 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, generator, reads
 from grader.hidden.judge import entry, fields, number, numbers, tensor
 
 ASSIGNMENT = "06_add_norm_feed_forward"
 GRADED = ["ex1_layer_norm_by_hand", "ex2_layer_norm", "ex3_encoder_block"]
 FIXED = {"ex1_layer_norm_by_hand"}  # the exercise's token, normalised by hand
+FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
+    "ex1_layer_norm_by_hand": Forbid("by_hand", ("torch.nn.functional.layer_norm", "transformer")),
+    "ex2_layer_norm": Forbid("layer_norm", (
+        "torch.nn.functional.layer_norm",
+        "torch.layer_norm",
+        "torch.nn.LayerNorm",
+        "transformer",
+    )),
+}
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 BY_HAND = 1e-3
 PARTS = ("self_attn", "linear1", "linear2", "norm1", "norm2")

@@ -14,12 +14,22 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, generator, reads
 from grader.hidden.judge import describe, fields, first, items, numbers, tensor
 
 ASSIGNMENT = "07_masking"
 GRADED = ["ex1_masked_row", "ex2_causal_by_hand", "ex3_teacher_forcing", "ex4_padding_mask",
           "ex5_causal_padding_mask", "ex6_masked_attention"]
+FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
+    "ex2_causal_by_hand": Forbid("allowed", ("torch.tril", "transformer")),
+    "ex4_padding_mask": Forbid("padding_mask", ("transformer",)),
+    "ex5_causal_padding_mask": Forbid("causal_padding_mask", ("transformer",)),
+    "ex6_masked_attention": Forbid("masked_attention", (
+        "torch.nn.functional.scaled_dot_product_attention",
+        "transformer",
+    )),
+}
 FIXED = {"ex1_masked_row", "ex2_causal_by_hand"}  # worked by hand on the exercise's own numbers
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 GRAD_TOL = {"atol": 1e-4, "rtol": 1e-3}  # the old hidden test only asked for finite gradients

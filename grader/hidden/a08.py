@@ -11,11 +11,19 @@ import math
 import torch
 import torch.nn.functional as F
 
+from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, generator, reads
 from grader.hidden.judge import as_int, describe, fields, tensor
 
 ASSIGNMENT = "08_cross_attention"
 GRADED = ["ex1_cross_shapes", "ex2_cross_attention", "ex3_decoder_block"]
+FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
+    "ex2_cross_attention": Forbid("cross_attention", (
+        "torch.nn.functional.scaled_dot_product_attention",
+        "transformer",
+    )),
+    "ex3_decoder_block": Forbid("DecoderBlock", ("torch.nn.TransformerDecoderLayer", "transformer")),
+}
 FIXED = {"ex1_cross_shapes"}  # the exercise's example, worked by hand
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 

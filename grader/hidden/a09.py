@@ -13,12 +13,27 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from grader.forbidden import Forbid
 from grader.hidden import Case, Request, generator, reads
 from grader.hidden.a09_head import ex4_tied_output_head  # noqa: F401 - exercise 4 lives beside this module
 from grader.hidden.judge import as_int, describe, entry, fields, number, numbers, tensor, unchanged
 
 ASSIGNMENT = "09_output_head"
 GRADED = ["ex1_output_by_hand", "ex2_masked_cross_entropy", "ex3_greedy_decoding", "ex4_tied_output_head"]
+FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
+    "ex1_output_by_hand": Forbid("hand", (
+        "torch.softmax",
+        "torch.nn.functional.cross_entropy",
+        "torch.nn.CrossEntropyLoss",
+    )),
+    "ex2_masked_cross_entropy": Forbid("masked_cross_entropy", (
+        "torch.nn.functional.cross_entropy",
+        "torch.nn.functional.nll_loss",
+        "transformer",
+    )),
+    "ex3_greedy_decoding": Forbid("greedy_decode", ("transformer.generate",)),
+    "ex4_tied_output_head": Forbid("OutputHead", ("transformer.OutputHead",)),
+}
 FIXED = {"ex1_output_by_hand"}  # worked by hand on the exercise's four logits
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 

@@ -14,6 +14,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
+from grader.forbidden import Forbid
 from grader.hidden import Case, Request, generator, reads, rng
 from grader.hidden.judge import as_number, describe, entry, fields, items, tensor, unchanged
 from transformer import Decoder, Encoder, EncoderDecoder, TransformerConfig
@@ -21,6 +22,9 @@ from transformer.interop import copy_transformer
 
 ASSIGNMENT = "10_whole_transformer"
 GRADED = ["ex1_parameter_count", "ex2_train_step", "ex3_translator"]
+FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
+    "ex2_train_step": Forbid("train_step", ("transformer.train",)),
+}
 FIXED = {"ex1_parameter_count"}  # the base model of the paper, counted by hand
 PARTS = ["src_embed", "tgt_embed", "positions", "encoder", "decoder", "head"]
 

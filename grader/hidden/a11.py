@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, generator, rng
 from grader.hidden.judge import describe, fields, returns, tensor, unchanged
 from transformer.checks.ch11 import family_mask, masking_inputs, masking_problems
@@ -18,6 +19,12 @@ from transformer.sampling import sampling_distribution, top_k_filter
 
 ASSIGNMENT = "11_gpt_bert_vit"
 GRADED = ["ex1_top_k_filter", "ex2_top_p_probs", "ex3_mask_tokens", "ex4_patchify", "ex5_family_mask"]
+FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
+    "ex1_top_k_filter": Forbid("top_k_filter", ("transformer.top_k_filter",)),
+    "ex2_top_p_probs": Forbid("top_p_probs", ("transformer.top_p_filter", "transformer.sampling_distribution")),
+    "ex3_mask_tokens": Forbid("mask_tokens", ("transformer.mask_tokens",)),
+    "ex4_patchify": Forbid("patchify", ("torch.nn.functional.unfold", "transformer.vision.patchify")),
+}
 SENTINEL = -1e4
 
 

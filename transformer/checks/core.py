@@ -22,6 +22,8 @@ and reminds the student that hidden checks run at grading time.
 from __future__ import annotations
 
 import math
+import os
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -33,8 +35,54 @@ PASSED = "public checks passed; hidden checks run at grading"
 SMALL = 16  # answers with fewer values than this never show the size of an error
 
 
+_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../transformer
+
+
+def _theirs(filename: str) -> bool:
+    """Whether a frame's file is the student's code: not this package, not Python's or an installed library's."""
+    path = os.path.abspath(filename)
+    return not (filename.startswith("<frozen") or path.startswith(_PACKAGE + os.sep)
+                or path.startswith(sys.prefix + os.sep) or path.startswith(sys.base_prefix + os.sep))
+
+
 class CheckFailed(AssertionError):
-    """Raised by a check; its message is the feedback."""
+    """Raised by a check; its message is the feedback.
+
+    In IPython (JupyterLab, and the kernel whose outputs the grader's feedback page shows) a failed check
+    shows its message alone, not a traceback through the checker (:meth:`_render_traceback_`). When it
+    failed because the student's code raised (a check calls their function), the traceback of that
+    error, from the first frame in their code on, comes above the message.
+    """
+
+    def _student_error(self):
+        """The error raised in the student's code that this failure reports, and its traceback from their first
+        frame; ``(None, None)`` when there is none."""
+        err = self.__context__
+        if isinstance(err, CheckFailed):  # a check that adds lines to another's failure (earlier.builds_on)
+            err = err.__context__
+        tb = getattr(err, "__traceback__", None)
+        while tb is not None and not _theirs(tb.tb_frame.f_code.co_filename):
+            tb = tb.tb_next
+        return (err, tb) if tb is not None else (None, None)
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for a failed check: the message, below the student's own error if there is one."""
+        err, tb = self._student_error()
+        lines = []
+        if err is not None:
+            try:
+                from IPython import get_ipython
+
+                shell = get_ipython()
+            except ImportError:  # pragma: no cover - IPython calls this method, so it is there
+                shell = None
+            if shell is not None:
+                lines = [*shell.InteractiveTB.structured_traceback(type(err), err, tb), ""]
+            else:
+                import traceback
+
+                lines = [*"".join(traceback.format_exception(type(err), err, tb)).splitlines(), ""]
+        return [*lines, str(self)]
 
 
 @dataclass(frozen=True)

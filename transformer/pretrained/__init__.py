@@ -9,8 +9,13 @@ here is one small model trained once, on the generated English of
     weights = attention_weights(model, ids)  # {"encoder.layers.0.self_attn": (1, 4, 15, 15), ...}
 
 It is an :class:`~transformer.model.EncoderOnly` model (BERT-like: every
-position sees the whole sentence) with learned positions, trained to fill in
-hidden words (``<mask>``). ``tokenizer`` is a
+position sees the whole sentence) with learned positions and unscaled
+embeddings (``scale_embeddings=False``), trained on three exercises at once
+(``tools/train_tiny_lm.py``): fill in hidden words (``<mask>``); restore the
+number-agreeing words (it/they, was/were, is/are), which are flipped in half
+the sentences and always asked for, so that the model must find the pronoun's
+referent; and read sentences in which two neighbouring words were swapped (30 %).
+``tokenizer`` is a
 :class:`~transformer.tokenization.WordTokenizer` whose vocabulary ends its
 special tokens with ``<mask>``. ``tiny_lm("causal")`` gives the same weights
 in a :class:`~transformer.model.DecoderOnly` model: every position sees only
@@ -19,9 +24,9 @@ vocabulary, curve, losses, the heads it found); ``make pretrained`` trains it ag
 
 What it learned (measured in ``tests/test_pretrained.py``): nouns of one class
 have nearby embeddings; head 0 of layer 0 takes a pronoun to the adjective at
-the end, and head 3 of layer 1 from the pronoun to its referent (``info()["heads"]``,
-:mod:`transformer.pretrained.probes`); behind a causal mask the pronoun cannot
-see the adjective and the reference is lost.
+the end, and heads 2 and 3 of layer 1 from the pronoun to its referent (``info()["heads"]``,
+:mod:`transformer.pretrained.probes`); blocking only the pronoun's key to the
+adjective in both layers leaves the referent to chance (chapter 7).
 """
 
 from __future__ import annotations

@@ -82,14 +82,19 @@ def mask_grid_html(scores, mask, queries: Sequence[str], keys: Sequence[str], hi
 
 class MaskExplorer(Explorer):
     """A batch of sentences, padded to one length: toggle the causal mask, the padding mask and the
-    padding side, set each sentence's length, pick a sentence and a query (chapter 7).
+    padding side, pick a sentence, cut tokens off its end, pick a query (chapter 7).
 
     ``sentences`` are token lists; ``scores (batch, L, L)`` are the (already scaled) scores
-    between their tokens, ``L`` the longest sentence. Padding keys score 0.
+    between their tokens, ``L`` the longest sentence. Padding keys score 0. The view shows one
+    sentence: the "cut off" slider turns that many of its last tokens into ``<pad>`` (the other
+    sentences keep their full length). Its range, up to the shortest sentence's length, is the same
+    for every sentence, so the page shows one slider in its place whatever the sentence (a control
+    whose range changed with the sentence would be copied into each sentence's views, after every
+    other control in the order of the Tab key). ``sentence`` is the one shown first.
     """
 
     def __init__(self, sentences: Sequence[Sequence[str]], scores: torch.Tensor, causal: bool = True,
-                 query: int = 0):
+                 query: int = 0, sentence: int = 0):
         import ipywidgets as w
 
         self.sentences = [list(s) for s in sentences]
@@ -98,30 +103,27 @@ class MaskExplorer(Explorer):
         want = (len(self.sentences), self.seq_len, self.seq_len)
         if tuple(self.scores.shape) != want:
             raise ValueError(f"scores: expected shape (batch, L, L) = {want}, got {tuple(self.scores.shape)}")
+        if isinstance(sentence, bool) or not isinstance(sentence, int) or not 0 <= sentence < len(self.sentences):
+            raise ValueError(f"sentence: expected an index in [0, {len(self.sentences) - 1}], got {sentence!r}")
         self.causal = w.Checkbox(value=causal, description="causal mask")
         self.mask_padding = w.Checkbox(value=True, description="padding mask")
         self.side = w.ToggleButtons(options=["right", "left"], value="right", description="pad on the")
-        self.lengths = [w.IntSlider(value=len(s), min=0, max=len(s), description=f"length {b + 1}")
-                        for b, s in enumerate(self.sentences)]
-        self.sentence = w.Dropdown(options=[(" ".join(s), b) for b, s in enumerate(self.sentences)], value=0,
-                                   description="sentence")
+        self.sentence = w.Dropdown(options=[(" ".join(s), b) for b, s in enumerate(self.sentences)],
+                                   value=sentence, description="sentence")
+        self.cut = w.IntSlider(value=0, min=0, max=min(len(s) for s in self.sentences), description="cut off")
         self.query = w.IntSlider(value=query, min=0, max=self.seq_len - 1, description="query")
-        self._layout([self.causal, self.mask_padding], self.side, self.lengths, [self.sentence, self.query])
+        self._layout([self.causal, self.mask_padding], self.side, [self.sentence, self.cut], self.query)
 
-    def _static_grid(self) -> dict:
-        """Every value, nested sentence first: the view shows one sentence, so only its length matters."""
-        return {self.causal: None, self.mask_padding: None, self.side: None, self.sentence: None}
-
-    def _view_key(self):
-        b = self.sentence.value
-        return (self.causal.value, self.mask_padding.value, self.side.value, b, self.query.value,
-                self.lengths[b].value)
+    @property
+    def lengths(self) -> list[int]:
+        """Each sentence's length in the batch: the one shown without its last ``cut`` tokens, the others in full."""
+        return [len(s) - (self.cut.value if b == self.sentence.value else 0) for b, s in enumerate(self.sentences)]
 
     def _offsets(self) -> list[int]:
         """Where each sentence's first token sits: 0 on the right side, after the padding on the left."""
         if self.side.value == "right":
             return [0] * len(self.sentences)
-        return [self.seq_len - s.value for s in self.lengths]
+        return [self.seq_len - n for n in self.lengths]
 
     @property
     def tokens(self) -> list[list[str]]:
@@ -129,7 +131,7 @@ class MaskExplorer(Explorer):
         out = []
         for s, length, start in zip(self.sentences, self.lengths, self._offsets()):
             row = [PAD] * self.seq_len
-            row[start:start + length.value] = s[:length.value]
+            row[start:start + length] = s[:length]
             out.append(row)
         return out
 
@@ -153,8 +155,7 @@ class MaskExplorer(Explorer):
     def placed_scores(self) -> torch.Tensor:
         """``scores`` moved to the tokens' padded positions, ``(batch, seq, seq)``; 0 next to padding."""
         out = torch.zeros(len(self.sentences), self.seq_len, self.seq_len)
-        for b, (length, start) in enumerate(zip(self.lengths, self._offsets())):
-            n = length.value
+        for b, (n, start) in enumerate(zip(self.lengths, self._offsets())):
             out[b, start:start + n, start:start + n] = self.scores[b, :n, :n]
         return out
 

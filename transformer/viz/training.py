@@ -49,6 +49,9 @@ class TranslationExplorer(Explorer):
     ``translate(sentence) -> (source words, target words, weights (T_d, T_e))``
     does the work: the explorer only shows it. Row ``t`` of ``weights`` is the
     cross-attention of the decoder position that *writes* target word ``t``.
+    The "German word" menu lists word numbers, the same for every sentence, so that
+    changing the sentence never replaces it (a keyboard user's next Tab reaches it);
+    a number past the end of a translation shows its last word, ``<eos>``.
     """
 
     def __init__(self, sentences: Sequence[str], translate, references: dict[str, str] | None = None):
@@ -56,47 +59,48 @@ class TranslationExplorer(Explorer):
 
         self.sentences, self.translate, self.references = list(sentences), translate, references or {}
         self._cache: dict[str, tuple] = {}
+        longest = max(len(self._result(s)[1]) for s in self.sentences)
         self.sentence = w.Dropdown(options=self.sentences, value=self.sentences[0], description="English")
-        self.word = w.Dropdown(description="German word")
-        self._set_words()
-        self.sentence.observe(self._on_sentence, names="value")  # new words first, then the view
-        self._layout([self.sentence, self.word], watch=[self.word])
+        self.word = w.Dropdown(options=[(str(i + 1), i) for i in range(longest)], value=0, description="German word")
+        self._layout([self.sentence, self.word])
 
     def _result(self, sentence: str):
         if sentence not in self._cache:
             self._cache[sentence] = self.translate(sentence)
         return self._cache[sentence]
 
-    def _set_words(self) -> None:
-        _, target, _ = self._result(self.sentence.value)
-        self.word.options = [(f"{i + 1}. {t}", i) for i, t in enumerate(target)]
-        self.word.value = 0
+    @property
+    def words(self) -> list[str]:
+        """The words the model wrote for the chosen sentence, ending with ``<eos>``."""
+        return list(self._result(self.sentence.value)[1])
 
-    def _on_sentence(self, _change=None) -> None:
-        self._set_words()
-        self._update()
+    @property
+    def position(self) -> int:
+        """The chosen German word's position in the translation (the last, ``<eos>``, for a number past its end)."""
+        return min(self.word.value, len(self.words) - 1)
 
     @property
     def translation(self) -> str:
         """The model's translation of the chosen sentence (without ``<eos>``)."""
-        _, target, _ = self._result(self.sentence.value)
-        return " ".join(t for t in target if t != "<eos>")
+        return " ".join(t for t in self.words if t != "<eos>")
 
     @property
     def weights(self) -> torch.Tensor:
         """The chosen target word's cross-attention over the source words, ``(T_e,)``; it sums to 1."""
         _, _, w = self._result(self.sentence.value)
-        return w[self.word.value]
+        return w[self.position]
 
     def _update(self, _change=None) -> None:
         source, target, _ = self._result(self.sentence.value)
         ref = self.references.get(self.sentence.value)
         verdict = "" if ref is None else (" &#10003; correct" if self.translation == ref else
                                           f" &#10007; expected: {html.escape(ref)}")
-        words = " ".join(f"<b>{html.escape(t)}</b>" if i == self.word.value else html.escape(t)
+        words = " ".join(f"<b>{html.escape(t)}</b>" if i == self.position else html.escape(t)
                          for i, t in enumerate(target))
+        past = "" if self.word.value < len(target) else f" (the translation has {len(target)} words with &lt;eos&gt;)"
         self.view.value = (f"<p>translation: {words}{verdict}</p>"
-                           f"<p>where <b>{html.escape(target[self.word.value])}</b> looks in the source:</p>"
+                           f"<p>where word {self.position + 1}, <b>{html.escape(target[self.position])}</b>, "
+                           f"looks in the source{past}:</p>"
                            + weight_bars(source, self.weights))
 
 

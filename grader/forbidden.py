@@ -1,0 +1,206 @@
+"""Forbidden shortcuts and dynamic reaches, read statically from the cells a student wrote (never run).
+
+Each hidden-test module declares ``FORBIDS = {grade_id: Forbid(function, names)}``, what its exercise's
+text forbids (``**Do not use:**``): dotted names of modules (``transformer``: the whole package) or callables.
+:func:`findings` resolves imports (``as`` too), aliases, attribute chains and ``getattr`` with a literal;
+a use in an answer cell counts against its exercise, one in an added cell against every exercise that
+forbids it (``grader/reading.py`` reads the names). Names built at run time cannot be read: they are
+reported as dynamic reaches, for a person.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import sys
+from dataclasses import dataclass
+from types import ModuleType
+
+from grader.reading import MAX_CHARS, bindings, index, literal_getattr, names_used, parse
+
+MAX_TOTAL = 3 * MAX_CHARS  # characters read per notebook, so a flood of cells cannot stall the grading
+EXEMPT = ("transformer.checks",)  # the public checks: calling them is no shortcut
+DYNAMIC_MODULES = {"importlib", "pkgutil", "codecs", "runpy", "pydoc", "builtins", "ctypes", "gc", "inspect",
+                   "IPython", "ipykernel", "subprocess", "socket", "signal", "multiprocessing", "pickle", "marshal"}
+DYNAMIC_NAMES = {"sys.modules", "sys._getframe", "operator.attrgetter", "operator.methodcaller"}
+DYNAMIC_CALLS = {"__import__", "exec", "eval", "compile", "globals", "vars", "setattr", "delattr", "get_ipython",
+                 "breakpoint", "__builtins__"}
+DYNAMIC_ATTRS = {"__dict__", "__globals__", "__code__", "__builtins__", "__subclasses__", "__import__", "__loader__"}
+_MISSING = object()
+
+
+@dataclass(frozen=True)
+class Forbid:
+    """What one exercise forbids: ``function`` is the name its hidden tests call or read, ``names`` are
+    dotted names of modules (everything in them) or callables."""
+
+    function: str
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing to read: ``grade_id`` is the exercise it counts against (None: it is only flagged)."""
+
+    grade_id: str | None
+    function: str | None
+    name: str   # the forbidden name used, what reaches dynamically, or why the cell was not read
+    where: str  # "ex2_answer line 3"
+    kind: str = "uses"  # "uses", "dynamic" or "unread"
+    used: str = ""      # the name as the cell resolves it, when it differs from ``name``
+
+    @property
+    def text(self) -> str:
+        head = f"{self.grade_id} ({self.function}): " if self.grade_id else ""
+        if self.kind == "uses":
+            used = f"{self.used} ({self.name})" if self.used and self.used != self.name else self.name
+            return f"{head}uses {used}, which this exercise forbids ({self.where})"
+        if self.kind == "dynamic":
+            return f"{head}{self.where}: reaches modules dynamically through {self.name}; read it"
+        return f"{head}{self.where}: {self.name}; read it"
+
+
+def forbids(assignment: str) -> dict[str, Forbid]:
+    """grade_id -> what that exercise forbids (``FORBIDS`` beside the assignment's hidden tests)."""
+    from grader.hidden import module_for
+
+    return dict(getattr(module_for(assignment), "FORBIDS", {}))
+
+
+# ------------------------------------------------------------------ names and objects
+
+
+def _under(name: str, prefixes) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def _object(dotted: str):
+    """The object ``dotted`` names among the modules already loaded here (nothing is imported), or _MISSING."""
+    parts = dotted.split(".")
+    obj = sys.modules.get(parts[0], _MISSING)
+    for part in parts[1:]:
+        try:
+            obj = vars(obj).get(part, _MISSING)
+        except TypeError:
+            return _MISSING
+        if obj is _MISSING:
+            return _MISSING
+    return obj
+
+
+def matches(used: str, name: str) -> bool:
+    """Whether the dotted name ``used`` is the forbidden ``name``, something inside it, or the same object
+    (``torch._C._nn.scaled_dot_product_attention`` is ``F.scaled_dot_product_attention``); what lives in
+    the public checks is never forbidden, what they merely import is."""
+    want, got = _object(name), _object(used)
+    if got is not _MISSING:
+        home = got.__name__ if isinstance(got, ModuleType) else getattr(got, "__module__", None)
+        if got is want:
+            return True
+        if isinstance(home, str) and _under(home, EXEMPT):
+            return False
+        if isinstance(want, ModuleType) and isinstance(home, str) and _under(home, (want.__name__,)):
+            return True
+    return not _under(used, EXEMPT) and _under(used, (name,))
+
+
+def _dynamic(dotted: str) -> bool:
+    return dotted.split(".")[0] in DYNAMIC_MODULES or _under(dotted, DYNAMIC_NAMES)
+
+
+# ------------------------------------------------------------------ one cell
+
+
+def _reaches(nodes: list[ast.AST], used: dict[str, int], env: dict):
+    """(line, what) for every dynamic reach of the cell, one per module or builtin (the most specific)."""
+    hits: dict[str, tuple[int, str]] = {}
+
+    def hit(line: int, what: str) -> None:
+        key = what.split(".")[0]
+        if key not in hits or len(what) > len(hits[key][1]):
+            hits[key] = (line, what)
+
+    for dotted, line in used.items():
+        if _dynamic(dotted):
+            hit(line, dotted)
+    for node in nodes:
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Name) and node.id in DYNAMIC_CALLS and node.id not in env:
+            hit(line, f"{node.id}()" if node.id != "__builtins__" else node.id)
+        elif isinstance(node, ast.Attribute) and node.attr in DYNAMIC_ATTRS:
+            hit(line, f".{node.attr}")
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
+              and "getattr" not in env and not literal_getattr(node)):
+            hit(line, "getattr with a computed name")
+    return sorted(hits.values())
+
+
+def _student_cells(nb) -> list[tuple[str, str | None, str]]:
+    """(where, grade_id, source) of every code cell the student wrote: an answer cell counts against the
+    grade cell that follows it, an added cell (grade_id ``"*"``) against every exercise."""
+    out, waiting, added = [], [], 0
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade"):
+            out += [(where, meta.get("grade_id"), src) for where, src in waiting]
+            waiting = []
+        if cell.cell_type != "code" or (meta.get("locked") and not meta.get("solution")):
+            continue
+        if meta.get("solution") and meta.get("grade"):
+            out.append((str(meta.get("grade_id")), meta.get("grade_id"), cell.source))
+        elif meta.get("solution"):
+            waiting.append((str(meta.get("grade_id") or "answer cell"), cell.source))
+        else:
+            added += 1
+            out.append((f"added cell {added}", "*", cell.source))
+    return out + [(where, None, src) for where, src in waiting]
+
+
+def findings(nb, assignment: str, rules: dict[str, Forbid] | None = None) -> list[Finding]:
+    """What to read in the student's cells of ``nb`` (the rebuilt notebook): forbidden uses first."""
+    rules = forbids(assignment) if rules is None else rules
+    for root in {n.split(".")[0] for f in rules.values() for n in f.names}:  # trusted packages: names -> objects
+        importlib.import_module(root)
+    try:
+        return _findings(nb, rules)
+    except Exception as exc:  # noqa: BLE001 - reading never stops a grading run
+        return [Finding(None, None, f"its code could not be read ({type(exc).__name__})", "the notebook", "unread")]
+
+
+def _findings(nb, rules: dict[str, Forbid]) -> list[Finding]:
+    cells = _student_cells(nb)
+    parsed, left = [], MAX_TOTAL
+    for _, _, src in cells:
+        over = (None, [(0, f"not read: over {MAX_TOTAL} characters of code before it")])
+        parsed.append(parse(src) if len(src) <= left else over)
+        left -= len(src) if len(src) <= min(left, MAX_CHARS) else 0
+    locked = [c.source for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("locked")]
+    indexed = [index(t) if t else ([], {}) for t, _ in parsed]
+    env, stars = bindings([n for t in (parse(src)[0] for src in locked) if t for n in ast.walk(t)]
+                          + [n for nodes, _ in indexed for n in nodes])
+    uses, other, known = {}, [], {}
+    for (where, gid, _), (tree, notes), (nodes, parents) in zip(cells, parsed, indexed, strict=True):
+        counts = [g for g in rules if gid in ("*", g)]
+        owner = gid if gid in rules else None
+        fn = rules[owner].function if owner else None
+        for line, why in notes:
+            other.append(Finding(owner, fn, why, f"{where} line {line}" if line else where, "unread"))
+        if tree is None:
+            continue
+        used: dict[str, int] = {}
+        for line, dotted in names_used(nodes, parents, env, stars):
+            used[dotted] = min(line, used.get(dotted, line))
+        for dotted, line in used.items():
+            for g in counts:
+                for name in rules[g].names:
+                    if known.setdefault((dotted, name), None) is None:
+                        known[dotted, name] = matches(dotted, name)
+                    if known[dotted, name]:
+                        key = (g, name, where)
+                        if key not in uses or (line, -len(dotted)) < uses[key][0]:  # first line, longest name
+                            uses[key] = ((line, -len(dotted)), Finding(g, rules[g].function, name,
+                                                                       f"{where} line {line}", used=dotted))
+        other += [Finding(owner, fn, what, f"{where} line {line}", "dynamic")
+                  for line, what in _reaches(nodes, used, env)]
+    return [f for _, f in uses.values()] + other
+

@@ -1,13 +1,19 @@
-"""Hidden tests of assignment 08, cross-attention (references: PyTorch's own attention and decoder layer)."""
+"""Hidden tests of assignment 08, cross-attention (references: PyTorch's own attention and decoder layer).
+
+Exercise 1 asks for the shapes of the exercise's own example, worked by hand: its questions are fixed, not drawn
+from the seed. Every other input (weights, sizes of the padding, token vectors) comes from the run's seed.
+"""
 
 from __future__ import annotations
+
+import math
 
 import torch
 import torch.nn.functional as F
 
 from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, probe, reads
-from grader.hidden.judge import as_int, describe, tensor
+from grader.hidden import Case, Request, calls, generator, reads
+from grader.hidden.judge import as_int, describe, fields, tensor
 
 ASSIGNMENT = "08_cross_attention"
 GRADED = ["ex1_cross_shapes", "ex2_cross_attention", "ex3_decoder_block"]
@@ -18,6 +24,7 @@ FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; test
     )),
     "ex3_decoder_block": Forbid("DecoderBlock", ("torch.nn.TransformerDecoderLayer", "transformer")),
 }
+FIXED = {"ex1_cross_shapes"}  # the exercise's example, worked by hand
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 
 
@@ -51,8 +58,8 @@ def _shape_judge(key, want):
         if shape is None:
             return f"{key}: expected a tuple of ints, got {describe(got)}"
         if len(shape) != len(want):
-            return f"{key}: the number of dimensions ({len(shape)}) is wrong"
-        wrong = [i for i, (a, b) in enumerate(zip(shape, want)) if a != b]
+            return f"{key}: the number of dimensions is wrong"
+        wrong = [i for i, (a, b) in enumerate(zip(shape, want, strict=True)) if a != b]
         if wrong:
             return f"{key}: {len(wrong)} of {len(want)} sizes are wrong (the first at position {wrong[0]})"
         return None
@@ -73,7 +80,7 @@ def _side_judge(key, want):
     return judge
 
 
-def ex1_cross_shapes():
+def ex1_cross_shapes(seed: int):
     b, td, te, d, h = 2, 6, 5, 8, 2
     # the weights and the output as PyTorch's own multi-head attention produces them
     mha = torch.nn.MultiheadAttention(d, h, batch_first=True)
@@ -95,12 +102,13 @@ def ex1_cross_shapes():
 
 def _case(what, name, args, ref, names, dims):
     def judge(reply):
-        return tensor(reply["out"], ref, dims=dims, **TOL)
+        out, _args = fields(reply, "out", "args")
+        return tensor(out, ref, dims=dims, **TOL)
     return Case(what, calls(name, *args), judge)
 
 
-def ex2_cross_attention():
-    g = torch.Generator().manual_seed(808)
+def ex2_cross_attention(seed: int):
+    g = generator(seed, "ex2_cross_attention")
     for b, td, te, d, dk, dv in [(1, 1, 1, 3, 2, 2), (2, 5, 7, 6, 4, 3), (3, 4, 9, 16, 8, 8)]:
         x = torch.randn(b, td, d, generator=g)
         mem = torch.randn(b, te, d, generator=g)
@@ -122,48 +130,36 @@ def ex2_cross_attention():
 # ----------------------------------------------------------------- exercise 3: the decoder block
 
 
-@probe
-def a08_block(user, d_model, n_heads, d_ff, state, x, memory, self_mask=None, memory_mask=None):
-    """Build the student's DecoderBlock, load the given weights, run it in eval mode without gradients."""
-    import torch
-    block = user["DecoderBlock"](d_model, n_heads, d_ff)
-    if not isinstance(block, torch.nn.Module):
-        return {"module": False}
-    loaded = block.load_state_dict(state, strict=False)
-    if loaded.missing_keys or loaded.unexpected_keys:
-        return {"module": True, "missing": list(loaded.missing_keys), "unexpected": list(loaded.unexpected_keys)}
-    block.eval()
+def _fill(module: torch.nn.Module, g: torch.Generator, spread: float = 0.2) -> None:
+    """Every parameter of ``module`` drawn from ``g``: matrices of size about 1/sqrt(fan-in), norm scales about 1,
+    biases about ``spread`` (non-trivial norms and biases too)."""
     with torch.no_grad():
-        out = block(x, memory) if self_mask is None and memory_mask is None else block(x, memory, self_mask,
-                                                                                         memory_mask)
-    return {"module": True, "missing": [], "unexpected": [], "out": out}  # x may have been changed in place
+        for name, p in module.named_parameters():
+            noise = torch.randn(p.shape, generator=g)
+            if p.dim() > 1:
+                p.copy_(noise / math.sqrt(p.shape[-1]))
+            elif "norm" in name and name.endswith("weight"):
+                p.copy_(1 + spread * noise)
+            else:
+                p.copy_(spread * noise)
 
 
 def _block_judge(ref):
     def judge(reply):
-        if not reply.get("module"):
-            return "DecoderBlock(d_model, n_heads, d_ff) is not an nn.Module"
-        if reply["missing"] or reply["unexpected"]:
-            parts = []
-            if reply["unexpected"]:
-                parts.append(f"no place in your block for {', '.join(reply['unexpected'][:4])}")
-            if reply["missing"]:
-                parts.append(f"nothing to copy into {', '.join(reply['missing'][:4])}")
-            return ("could not copy the weights of nn.TransformerDecoderLayer into your block (" + "; ".join(parts)
-                    + "); keep the sublayers of __init__ as given")
-        return tensor(reply["out"], ref, dims=["batch", "T_d", "d_model"], **TOL)
+        loaded, out = fields(reply, "loaded", "out")
+        if loaded is not True:
+            return ("could not copy the weights of nn.TransformerDecoderLayer into your block: DecoderBlock(d_model, "
+                    "n_heads, d_ff) must be an nn.Module with the sublayers of __init__ as given")
+        return tensor(out, ref, dims=["batch", "T_d", "d_model"], **TOL)
     return judge
 
 
-def ex3_decoder_block():
-    g = torch.Generator().manual_seed(99)
+def ex3_decoder_block(seed: int):
+    g = generator(seed, "ex3_decoder_block")
     for d, h, ff, b, td, te in [(8, 2, 16, 2, 5, 7), (12, 3, 20, 3, 4, 6), (4, 1, 8, 1, 1, 1)]:
-        with torch.random.fork_rng():
-            torch.manual_seed(7)
+        with torch.random.fork_rng():                        # every parameter is drawn from g below
             layer = torch.nn.TransformerDecoderLayer(d, h, ff, dropout=0.0, batch_first=True).eval()
-        with torch.no_grad():
-            for p in layer.parameters():
-                p.add_(0.2 * torch.randn(p.shape, generator=g))   # non-trivial norms and biases too
+        _fill(layer, g)
         state = {k: v.clone() for k, v in layer.state_dict().items()}
         x = torch.randn(b, td, d, generator=g)
         mem = torch.randn(b, te, d, generator=g)
@@ -176,8 +172,8 @@ def ex3_decoder_block():
         sizes = f"d_model {d}, {h} head(s), d_ff {ff}, batch {b}, T_d {td}, T_e {te}"
         inputs = {"d_model": d, "n_heads": h, "d_ff": ff, "state": state, "x": x, "memory": mem}
         yield Case(f"DecoderBlock with {sizes}, the weights of nn.TransformerDecoderLayer, a causal self_mask "
-                   f"and a source padding memory_mask", Request("a08_block", {**inputs, "self_mask": causal,
+                   f"and a source padding memory_mask", Request("a08.block", {**inputs, "self_mask": causal,
                                                                               "memory_mask": src}),
                    _block_judge(masked))
         yield Case(f"DecoderBlock with {sizes}, the weights of nn.TransformerDecoderLayer, no masks",
-                   Request("a08_block", inputs), _block_judge(plain))
+                   Request("a08.block", inputs), _block_judge(plain))

@@ -1,4 +1,9 @@
-"""Hidden tests of assignment 09, the output head (references: PyTorch's cross-entropy, arithmetic by hand)."""
+"""Hidden tests of assignment 09, the output head (references: PyTorch's cross-entropy, arithmetic by hand).
+
+Exercise 1 is worked by hand on the exercise's own four logits: its questions are fixed, not drawn from the seed.
+Every other input comes from the run's seed. What only the kernel can see (an input changed in place, how often
+and with what next_logits was called, a head's parameters and initial scale) is reported, not scored.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,9 @@ import torch
 import torch.nn.functional as F
 
 from grader.forbidden import Forbid
-from grader.hidden import Case, Request, probe, reads
+from grader.hidden import Case, Request, generator, reads
 from grader.hidden.a09_head import ex4_tied_output_head  # noqa: F401 - exercise 4 lives beside this module
-from grader.hidden.judge import as_int, describe, entry, first, number, numbers, tensor
+from grader.hidden.judge import as_int, describe, entry, fields, number, numbers, tensor, unchanged
 
 ASSIGNMENT = "09_output_head"
 GRADED = ["ex1_output_by_hand", "ex2_masked_cross_entropy", "ex3_greedy_decoding", "ex4_tied_output_head"]
@@ -29,6 +34,7 @@ FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; test
     "ex3_greedy_decoding": Forbid("greedy_decode", ("transformer.generate",)),
     "ex4_tied_output_head": Forbid("OutputHead", ("transformer.OutputHead",)),
 }
+FIXED = {"ex1_output_by_hand"}  # worked by hand on the exercise's four logits
 TOL = {"atol": 1e-5, "rtol": 1e-4}
 
 
@@ -43,6 +49,14 @@ def _probs(got):
     return got
 
 
+def _four(got, want):
+    """The four probabilities, each within 1e-3 (how many a wrong list holds is not told)."""
+    got = _probs(got)
+    if isinstance(got, (list, tuple, torch.Tensor)) and getattr(got, "ndim", 1) and len(got) != len(want):
+        return f"probs: expected {len(want)} numbers"
+    return numbers(got, want, 1e-3, "probs")
+
+
 def _word(want):
     def check(got):
         if not isinstance(got, str):
@@ -53,14 +67,14 @@ def _word(want):
     return check
 
 
-def ex1_output_by_hand():
+def ex1_output_by_hand(seed: int):
     z = [1.0, 2.0, 0.0, -0.5]
     s = sum(math.exp(x) for x in z)
     p = [math.exp(x) / s for x in z]
     word = WORDS[p.index(max(p))]
     loss = -math.log(p[WORDS.index("einen")])        # the right next word is "einen"
     yield Case("hand['probs'], the four probabilities in vocabulary order (each within 1e-3)", reads("hand"),
-               entry("probs", lambda got: numbers(_probs(got), p, 1e-3, "probs"), "hand"))
+               entry("probs", lambda got: _four(got, p), "hand"))
     yield Case("hand['word'], the word greedy decoding picks (exact)", reads("hand"),
                entry("word", _word(word), "hand"))
     yield Case("hand['loss'], the cross-entropy loss of the right word (within 1e-3)", reads("hand"),
@@ -68,23 +82,6 @@ def ex1_output_by_hand():
 
 
 # ----------------------------------------------------------------- exercise 2: masked cross-entropy
-
-
-@probe
-def a09_loss(user, logits, labels, pad_id):
-    """The loss of a leaf copy of ``logits``, then its gradient through ``loss.backward()``."""
-    import torch
-    x = logits.clone().requires_grad_(True)
-    out = user["masked_cross_entropy"](x, labels, pad_id)
-    reply = {"out": out, "shape": None, "grad": None, "backward": None, "labels": labels, "logits": x.detach()}
-    if isinstance(out, torch.Tensor):
-        reply["out"], reply["shape"] = out.detach().reshape(-1), list(out.shape)   # plain data has no 0-d arrays
-        try:
-            out.backward()
-            reply["grad"] = None if x.grad is None else x.grad.clone()
-        except Exception as exc:  # noqa: BLE001 - reported to the grader
-            reply["backward"] = type(exc).__name__
-    return reply
 
 
 def _scalar(got: torch.Tensor, want: float, name: str) -> str | None:
@@ -98,32 +95,37 @@ def _scalar(got: torch.Tensor, want: float, name: str) -> str | None:
     return None
 
 
-def _loss_judge(ref, grad, logits, labels):
+def _loss_judge(ref, grad):
     def judge(reply):
-        out = reply["out"]
-        if not isinstance(out, torch.Tensor):
+        out, got_grad, _args = fields(reply, "out", "grad", "args")
+        if not isinstance(out, torch.Tensor):  # the probe sends a tensor's value with a leading dimension of 1
             return f"expected a 0-dimensional tensor, got {describe(out)}"
-        if reply["shape"] != []:
-            return f"expected a 0-dimensional tensor (shape ()), got shape {tuple(reply['shape'])}"
+        if tuple(out.shape) != (1,):
+            return (f"expected a 0-dimensional tensor (shape ()), got a tensor with {min(out.dim() - 1, 99)} "
+                    "dimension(s)")
         problem = _scalar(out, float(ref), "the loss")
         if problem:
             return problem
-        if reply["grad"] is None:
-            how = f"raised {reply['backward']}" if reply["backward"] else "gives the logits no gradient"
-            return (f"the value is right, but loss.backward() {how}: return a tensor connected to logits "
-                    "(no .item(), float() or torch.tensor(...) around the result)")
-        problem = tensor(reply["grad"], grad, dims=["batch", "T", "vocab"], **TOL)
+        if got_grad is None:
+            return ("the value is right, but loss.backward() gives the logits no gradient: return a tensor connected "
+                    "to logits (no .item(), float() or torch.tensor(...) around the result)")
+        problem = tensor(got_grad, grad, dims=["batch", "T", "vocab"], **TOL)
         if problem:
             return f"the gradient of the loss with respect to the logits is wrong: {problem}"
-        return first(None if torch.equal(reply["labels"], labels) else
-                     "the input labels was changed in place; return a new value instead",
-                     None if torch.equal(reply["logits"], logits) else
-                     "the input logits was changed in place; return a new value instead")
+        return None
     return judge
 
 
-def ex2_masked_cross_entropy():
-    g = torch.Generator().manual_seed(909)
+def _kept_judge(before, names, keys):
+    """The inputs after the call, ``reply["args"]`` of a reply with the fields ``keys`` (only the kernel sees them,
+    so the case is reported, not scored): unchanged."""
+    def judge(reply):
+        return unchanged(before, fields(reply, *keys)[keys.index("args")], names)
+    return judge
+
+
+def ex2_masked_cross_entropy(seed: int):
+    g = generator(seed, "ex2_masked_cross_entropy")
     for b, t, v, pad in [(1, 1, 2, 0), (3, 6, 11, 0), (4, 9, 50, 7)]:
         logits = torch.randn(b, t, v, generator=g) * 3
         labels = torch.randint(0, v, (b, t), generator=g)
@@ -133,31 +135,15 @@ def ex2_masked_cross_entropy():
         x = logits.clone().requires_grad_(True)
         ref = F.cross_entropy(x.flatten(0, 1), labels.flatten(), ignore_index=pad)
         ref.backward()
-        yield Case(f"masked_cross_entropy with logits (batch {b}, T {t}, vocab {v}) and pad_id {pad}: the loss, "
-                   f"a 0-dimensional tensor, and its gradient through loss.backward()",
-                   Request("a09_loss", {"logits": logits, "labels": labels, "pad_id": pad}),
-                   _loss_judge(ref.detach(), x.grad.clone(), logits, labels))
+        request = Request("a09.loss", {"logits": logits, "labels": labels, "pad_id": pad})
+        what = f"masked_cross_entropy with logits (batch {b}, T {t}, vocab {v}) and pad_id {pad}"
+        yield Case(f"{what}: the loss, a 0-dimensional tensor, and its gradient through loss.backward()", request,
+                   _loss_judge(ref.detach(), x.grad.clone()))
+        yield Case(f"{what}: logits and labels unchanged", request,
+                   _kept_judge([logits, labels], ["logits", "labels"], ("out", "grad", "args")), scored=False)
 
 
 # ----------------------------------------------------------------- exercise 3: greedy decoding
-
-
-@probe
-def a09_greedy(user, A, B, prefix, eos_id, max_new_tokens, limit):
-    """greedy_decode with next-token logits ``A[last] + 0.5 B[second to last]``, every call recorded."""
-    seen = []
-
-    def next_logits(ids):
-        seen.append([int(i) for i in ids])
-        if len(seen) > limit:
-            raise RuntimeError(f"next_logits was called more than {limit} times: does your loop stop at eos_id "
-                               "and after max_new_tokens new tokens?")
-        ids = seen[-1]
-        return A[ids[-1]] + 0.5 * B[ids[-2] if len(ids) > 1 else 0]
-
-    given = list(prefix)
-    out = user["greedy_decode"](next_logits, given, eos_id, max_new_tokens)
-    return {"out": out, "prefix": given, "seen": seen}
 
 
 def _ids(got):
@@ -174,25 +160,30 @@ def _ids(got):
     return out
 
 
-def _greedy_judge(expected, prefix):
+def _greedy_judge(expected):
+    def judge(reply):
+        out, _args, _seen = fields(reply, "out", "args", "seen")
+        got = _ids(out)
+        if got is None:
+            return f"expected a list of token ids (ints), got {describe(out)}"
+        if len(got) != len(expected):
+            return (f"too {'many' if len(got) > len(expected) else 'few'} ids for the prefix followed by the greedy "
+                    "tokens (up to and including eos_id, at most max_new_tokens of them)")
+        wrong = [i for i, (a, b) in enumerate(zip(got, expected, strict=True)) if a != b]
+        if wrong:
+            return f"{len(wrong)} of {len(expected)} ids are wrong (the first at position {wrong[0]})"
+        return None
+    return judge
+
+
+def _calls_judge(expected, prefix):
+    """The sequences next_logits was called with (only the kernel sees them: reported, not scored)."""
     new = len(expected) - len(prefix)
 
     def judge(reply):
-        got = _ids(reply["out"])
-        if got is None:
-            return f"expected a list of token ids (ints), got {describe(reply['out'])}"
-        if reply["prefix"] != prefix:
-            return "your function changed the prefix list it was given; work on a copy, e.g. ids = list(prefix)"
-        if len(got) != len(expected):
-            return (f"got {len(got)} ids: too {'many' if len(got) > len(expected) else 'few'} for the prefix "
-                    "followed by the greedy tokens (up to and including eos_id, at most max_new_tokens of them)")
-        wrong = [i for i, (a, b) in enumerate(zip(got, expected)) if a != b]
-        if wrong:
-            return f"{len(wrong)} of {len(expected)} ids are wrong (the first at position {wrong[0]})"
-        seen = reply["seen"]
-        if len(seen) != new:
-            return (f"the ids are right, but next_logits was called {len(seen)} times for {new} new tokens: call it "
-                    "once per new token")
+        _out, _args, seen = fields(reply, "out", "args", "seen")
+        if not isinstance(seen, list) or len(seen) != new:
+            return "next_logits was not called once per new token: call it once per new token"
         for i, ids in enumerate(seen):
             if ids != expected[: len(prefix) + i]:
                 return f"call {i + 1} of next_logits was not given the whole sequence so far (prefix + new tokens)"
@@ -200,19 +191,41 @@ def _greedy_judge(expected, prefix):
     return judge
 
 
-def ex3_greedy_decoding():
-    g = torch.Generator().manual_seed(3131)
-    for v, prefix, eos, max_new in [(5, [0], 1, 3), (20, [0, 7], 1, 12), (9, [2, 3, 4], 8, 30), (6, [5], 0, 0)]:
+def _greedy(A, B, prefix, eos, max_new):
+    """The loop, written out independently: the prefix followed by the greedy tokens."""
+    ids = list(prefix)
+    while len(ids) - len(prefix) < max_new:
+        row = A[ids[-1]] + 0.5 * B[ids[-2] if len(ids) > 1 else 0]
+        best = max(range(len(row)), key=lambda j: float(row[j]))
+        ids.append(best)
+        if best == eos:
+            break
+    return ids
+
+
+def ex3_greedy_decoding(seed: int):
+    """Four runs: eos anywhere; eos never reached (max_new_tokens ends it); eos reached after a few tokens (the
+    first time a token is drawn); no new token at all."""
+    g = generator(seed, "ex3_greedy_decoding")
+    for v, n_prefix, max_new, stop in [(5, 1, 3, "any"), (20, 2, 12, "never"), (9, 3, 30, "reached"),
+                                       (6, 1, 0, "any")]:
         A, B = torch.randn(v, v, generator=g), torch.randn(v, v, generator=g)
-        expected = list(prefix)                                   # the loop, written out independently
-        while len(expected) - len(prefix) < max_new:
-            row = A[expected[-1]] + 0.5 * B[expected[-2] if len(expected) > 1 else 0]
-            best = max(range(v), key=lambda j: float(row[j]))
-            expected.append(best)
-            if best == eos:
-                break
-        yield Case(f"greedy_decode with a vocabulary of {v}, a prefix of {len(prefix)} token(s), "
-                   f"max_new_tokens={max_new}, and next_logits depending on the last two tokens",
-                   Request("a09_greedy", {"A": A, "B": B, "prefix": list(prefix), "eos_id": eos,
-                                          "max_new_tokens": max_new, "limit": max_new + 50}),
-                   _greedy_judge(expected, list(prefix)))
+        prefix = torch.randint(0, v, (n_prefix,), generator=g).tolist()
+        new = _greedy(A, B, prefix, -1, max_new)[n_prefix:]
+        if stop == "never":                                      # a token the first max_new steps never pick
+            pool = [t for t in range(v) if t not in new]
+        elif stop == "reached":                                  # a token at its first appearance, not the first
+            pool = [t for i, t in enumerate(new) if t not in new[:i] and i > 0] or new[:1]
+        else:
+            pool = list(range(v))
+        eos = pool[int(torch.randint(0, len(pool), (), generator=g))]
+        expected = _greedy(A, B, prefix, eos, max_new)
+        what = (f"greedy_decode with a vocabulary of {v}, a prefix of {len(prefix)} token(s), "
+                f"max_new_tokens={max_new}, and next_logits depending on the last two tokens")
+        request = Request("a09.greedy", {"A": A, "B": B, "prefix": list(prefix), "eos_id": eos,
+                                         "max_new_tokens": max_new, "limit": max_new + 50})
+        yield Case(f"{what}: the prefix followed by the greedy tokens", request, _greedy_judge(expected))
+        yield Case(f"{what}: the prefix list it was given unchanged", request,
+                   _kept_judge([list(prefix)], ["prefix"], ("out", "args", "seen")), scored=False)
+        yield Case(f"{what}: next_logits called once per new token, with the whole sequence so far", request,
+                   _calls_judge(expected, list(prefix)), scored=False)

@@ -1,5 +1,10 @@
 """Hidden tests of assignment 11, GPT, BERT and ViT (references: the package's sampling filters, PyTorch's
-F.unfold, the masks of chapter 7, and the masking rule measured by transformer.checks.ch11.masking_problems)."""
+F.unfold, the masks of chapter 7, and the masking rule measured by transformer.checks.ch11.masking_problems).
+
+Every input comes from the run's seed. Masking is judged on the tokens and labels the grader reads; whether two
+calls with generators seeded alike agree, and whether the ids were changed in place, only the kernel can see:
+those are reported, not scored.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +12,8 @@ import torch
 import torch.nn.functional as F
 
 from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, probe
-from grader.hidden.judge import describe, returns, tensor
+from grader.hidden import Case, Request, calls, generator, rng
+from grader.hidden.judge import describe, fields, returns, tensor, unchanged
 from transformer.checks.ch11 import family_mask, masking_inputs, masking_problems
 from transformer.sampling import sampling_distribution, top_k_filter
 
@@ -30,7 +35,7 @@ def _top_k_judge(ref: torch.Tensor):
     want = ref.masked_fill(ref == float("-inf"), SENTINEL)
 
     def judge(reply):
-        got = reply["out"]
+        got, _args = fields(reply, "out", "args")
         if not isinstance(got, torch.Tensor):
             return f"expected a tensor, got {describe(got)}"
         if got.is_floating_point():
@@ -43,8 +48,8 @@ def _top_k_judge(ref: torch.Tensor):
     return judge
 
 
-def ex1_top_k_filter():
-    g = torch.Generator().manual_seed(1101)
+def ex1_top_k_filter(seed: int):
+    g = generator(seed, "ex1_top_k_filter")
     for shape, k in [((7,), 3), ((5, 30), 7), ((2, 4, 11), 1), ((3, 9), 9)]:
         logits = torch.randn(*shape, generator=g) * 2
         yield Case(f"top_k_filter on logits of shape {shape} with k = {k}: -inf outside the k largest of each row "
@@ -55,8 +60,8 @@ def ex1_top_k_filter():
 # ----------------------------------------------------------------- exercise 2: top-p
 
 
-def ex2_top_p_probs():
-    g = torch.Generator().manual_seed(1102)
+def ex2_top_p_probs(seed: int):
+    g = generator(seed, "ex2_top_p_probs")
     for shape, p, temperature in [((9,), 0.7, 1.0), ((4, 25), 0.9, 0.7), ((2, 3, 16), 0.5, 1.8), ((3, 8), 0.95, 3.0)]:
         logits = torch.randn(*shape, generator=g) * 2
         ref = sampling_distribution(logits.double(), temperature, top_p=p).float()
@@ -69,49 +74,65 @@ def ex2_top_p_probs():
 # ----------------------------------------------------------------- exercise 3: masking
 
 
-@probe
-def a11_mask_tokens(user, ids, mask_id, vocab_size, special_ids, p, seed):
-    """mask_tokens twice with generators seeded alike; the replies, and the ids after the calls."""
-    import torch
-    given = ids.clone()
-    first = user["mask_tokens"](given, mask_id, vocab_size, list(special_ids), p, torch.Generator().manual_seed(seed))
-    second = user["mask_tokens"](ids.clone(), mask_id, vocab_size, list(special_ids), p,
-                                 torch.Generator().manual_seed(seed))
-    return {"first": list(first) if isinstance(first, tuple) else first,
-            "second": list(second) if isinstance(second, tuple) else second, "ids": given}
+MASKING = ("first", "second", "args")
+
+
+def _pair(got, ids) -> str | None:
+    """``got`` must be (inputs, labels): two integer tensors of the shape of ``ids``."""
+    if not isinstance(got, list):
+        return f"expected a tuple (inputs, labels), got {describe(got)}"
+    if len(got) != 2:
+        return "expected a tuple (inputs, labels) of two tensors"
+    for name, t in zip(("inputs", "labels"), got, strict=True):
+        if not isinstance(t, torch.Tensor):
+            return f"{name}: expected a torch.Tensor, got {describe(t)}"
+        if tuple(t.shape) != tuple(ids.shape):
+            return f"{name}: expected the shape of ids {tuple(ids.shape)}"
+        if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
+            return f"{name}: expected integer token ids (torch.long), got dtype {t.dtype}"
+    return None
 
 
 def _masking_judge(ids, mask_id, vocab_size, special_ids, p):
     def judge(reply):
-        if not torch.equal(reply["ids"], ids):
-            return "the input ids were changed in place; build new tensors instead"
-        first = reply["first"]
-        problems = masking_problems(ids, tuple(first) if isinstance(first, list) else first, mask_id, vocab_size,
-                                    special_ids, p)
-        if problems:
-            return "; ".join(line.removeprefix("Hint: ") for line in problems)
-        second = reply["second"]
-        if not isinstance(second, list) or not all(torch.equal(a, b) for a, b in zip(first, second)):
-            return "two calls with generators seeded alike gave different results: draw every number with generator="
-        return None
+        first, _second, _args = fields(reply, *MASKING)
+        problem = _pair(first, ids)
+        if problem:
+            return problem
+        problems = masking_problems(ids, tuple(first), mask_id, vocab_size, special_ids, p)
+        return "; ".join(line.removeprefix("Hint: ") for line in problems) if problems else None
     return judge
 
 
-def ex3_mask_tokens():
-    for seed, (rows, seq, vocab, p) in enumerate([(2500, 24, 60, 0.15), (2000, 12, 20, 0.25)]):
-        ids, mask_id, vocab_size, specials = masking_inputs(1103 + seed, rows=rows, seq=seq, vocab_size=vocab)
-        yield Case(f"mask_tokens on {rows} sentences of up to {seq} tokens, vocabulary {vocab}, p = {p}: the share "
-                   f"chosen, the 80/10/10 shares, the labels, the random tokens, and the same result for the same seed",
-                   Request("a11_mask_tokens", {"ids": ids, "mask_id": mask_id, "vocab_size": vocab_size,
-                                               "special_ids": specials, "p": p, "seed": 7 + seed}),
+def _same_judge(reply):
+    """Two calls with generators seeded alike (only the kernel sees both: reported, not scored)."""
+    first, second, _args = fields(reply, *MASKING)
+    same = (isinstance(first, list) and isinstance(second, list) and len(first) == len(second)
+            and all(isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape
+                    and bool(torch.equal(a, b)) for a, b in zip(first, second, strict=True)))
+    return None if same else ("two calls with generators seeded alike gave different results: draw every number "
+                              "with generator=")
+
+
+def ex3_mask_tokens(seed: int):
+    r = rng(seed, "ex3_mask_tokens")
+    for rows, seq, vocab, p in [(2500, 24, 60, 0.15), (2000, 12, 20, 0.25)]:
+        ids, mask_id, vocab_size, specials = masking_inputs(r.randrange(2**31), rows=rows, seq=seq, vocab_size=vocab)
+        request = Request("a11.mask_tokens", {"ids": ids, "mask_id": mask_id, "vocab_size": vocab_size,
+                                              "special_ids": specials, "p": p, "seed": r.randrange(2**31)})
+        what = f"mask_tokens on {rows} sentences of up to {seq} tokens, vocabulary {vocab}, p = {p}"
+        yield Case(f"{what}: the share chosen, the 80/10/10 shares, the labels and the random tokens", request,
                    _masking_judge(ids, mask_id, vocab_size, specials, p))
+        yield Case(f"{what}: the same result for generators seeded alike", request, _same_judge, scored=False)
+        yield Case(f"{what}: ids unchanged", request,
+                   lambda reply, ids=ids: unchanged([ids], fields(reply, *MASKING)[2], ["ids"]), scored=False)
 
 
 # ----------------------------------------------------------------- exercise 4: patches
 
 
-def ex4_patchify():
-    g = torch.Generator().manual_seed(1104)
+def ex4_patchify(seed: int):
+    g = generator(seed, "ex4_patchify")
     for shape, p in [((3, 1, 16, 16), 4), ((2, 3, 10, 15), 5), ((1, 4, 6, 6), 2)]:
         images = torch.randn(*shape, generator=g)
         ref = F.unfold(images, kernel_size=p, stride=p).transpose(1, 2)  # (batch, n_patches, C p p)
@@ -122,8 +143,8 @@ def ex4_patchify():
 # ----------------------------------------------------------------- exercise 5: the family's mask
 
 
-def ex5_family_mask():
-    g = torch.Generator().manual_seed(1105)
+def ex5_family_mask(seed: int):
+    g = generator(seed, "ex5_family_mask")
     ids = torch.randint(1, 9, (3, 7), generator=g)
     ids[0, 5:], ids[2, 2], ids[2, 6] = 0, 0, 0  # padding at the end, and inside a row
     for family in ("decoder-only", "encoder-only"):

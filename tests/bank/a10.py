@@ -136,3 +136,7 @@ RIGHT = {
 }
 
 KEEPS_INPUTS = {"ex2_answer": "changed", "ex3_answer": "changed"}
+
+# A fault only the kernel can see (the hidden tests report it, no points): a part under another name computes the
+# same logits.
+REPORTED_ONLY = {("ex3_answer", "attribute misnamed")}

@@ -187,3 +187,7 @@ RIGHT = {
 }
 
 KEEPS_INPUTS = {"ex3_answer": "changed"}
+
+# Faults only the kernel can see (the hidden tests report them, no points): the same result for generators seeded
+# alike, and the ids changed in place (the tokens and labels returned are right).
+REPORTED_ONLY = {("ex3_answer", "generator ignored"), ("ex3_answer", "in place")}

@@ -139,7 +139,7 @@ def _rows(out: Path, assignment: str, subs: list, max_points: dict, unsafe: bool
     return rows
 
 
-def _summary(rows: list[dict], unsafe: bool, has_mathjax: bool, seconds_each: float | None) -> None:
+def _summary(rows: list[dict], unsafe: bool, has_mathjax: bool, seconds_each: float | None, run_info: dict) -> None:
     if not has_mathjax:
         print("note: the book's MathJax is not installed (npm ci), so feedback pages show formulas as TeX")
     if seconds_each is not None:
@@ -149,6 +149,9 @@ def _summary(rows: list[dict], unsafe: bool, has_mathjax: bool, seconds_each: fl
           f"flags columns" if attention else "every submission was graded cleanly")
     if unsafe:
         print(f"WARNING: graded without a sandbox ({sandbox.UNSAFE}=1): student code ran with your privileges")
+    print(f"hidden inputs drawn from seed {run_info['seed']} ({run_info['seed_from']}); to grade again with the same "
+          f"questions: --seed {run_info['seed']}")
+    print(run_info["limits"])
 
 
 def _to_zero(found: list) -> dict[str, list[str]]:
@@ -176,9 +179,7 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
         return 2
     unsafe = sandbox.unsafe()
     print(sandbox.limits_line())
-    if timeout is None:
-        from traitlets.config.loader import PyFileConfigLoader
-        timeout = int(PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config().Execute.timeout)
+    timeout = timeout or _cell_timeout()
     budget = budget or 10 * timeout
     seed, seed_source = run_seed(assignment, seed, secret_file)
     # 1. collect
@@ -193,13 +194,47 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
     release = nbformat.read(release_path, as_version=4)
     subs = collect.assign_ids(collect.find(submissions, assignment), assignment)
     jobs = max(1, min(jobs or default_jobs(), len(subs) or 1))
-    print(f"Grading {len(subs)} submission(s) of {assignment} (each cell stopped after {timeout} s, each submission "
-          f"after {budget} s in all, {jobs} at a time, {'WITHOUT a sandbox' if unsafe else 'each in its own sandbox'})"
-          " ...")
     run_info = {"assignment": assignment, "seed": seed, "seed_from": seed_source, "timeout": timeout,
                 "budget": budget, "limits": sandbox.limits_line(), "sandboxed": not unsafe}
-    (out / "run.json").write_text(json.dumps(run_info, indent=1), encoding="utf-8")
+    _announce(out, run_info, len(subs), jobs)
     started = time.perf_counter()
+    ready, flagged, zeroed = _read_all(subs, release, assignment, forbidden)
+    has_mathjax = feedback.copy_mathjax(out / "feedback")
+    sandboxes: dict = {}
+    # 2. sandboxed runs (and 3-5 for each as it finishes)
+    save = _saver(out, assignment, db_url, unsafe, sandboxes, zeroed, flagged)
+    _run_all(assignment, ready, save, jobs, seed=seed, timeout=timeout, budget=budget, max_points=max_points)
+    elapsed = time.perf_counter() - started
+    # 6. report
+    rows = _rows(out, assignment, subs, max_points, unsafe, sandboxes, flagged)
+    report.write_csv(out, rows, list(max_points))
+    report.print_table(rows)
+    report.write_summary(out, rows, list(max_points), max_points)
+    print(f"\nwrote {out / 'grades.csv'}, {out / 'summary.png'} and {len(rows)} page(s) in {out / 'feedback'}")
+    _summary(rows, unsafe, has_mathjax, elapsed / len(subs) if subs else None, run_info)
+    return 0
+
+
+def _announce(out: Path, run_info: dict, n: int, jobs: int) -> None:
+    """The run's settings, printed and saved in ``run.json`` (the seed, to grade again with the same questions)."""
+    where = "each in its own sandbox" if run_info["sandboxed"] else "WITHOUT a sandbox"
+    print(f"Grading {n} submission(s) of {run_info['assignment']} (each cell stopped after {run_info['timeout']} s, "
+          f"each submission after {run_info['budget']} s in all, {jobs} at a time, {where}) ...")
+    (out / "run.json").write_text(json.dumps(run_info, indent=1), encoding="utf-8")
+
+
+def _cell_timeout() -> int:
+    """nbgrader_config.py's ``c.Execute.timeout``."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return int(PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config().Execute.timeout)
+
+
+def _read_all(subs: list, release, assignment: str, forbidden: str) -> tuple[list, dict, dict]:
+    """Step 1 for every submission: (submission, rebuilt notebook text) of those that could be read, their flags,
+    and (``forbidden="zero"``) the exercises their flags score 0."""
+    import nbformat
+
     ready, flagged, zeroed = [], {}, {}
     for sub in subs:
         if (rebuilt := collect.prepare(sub, release)) is not None:
@@ -207,14 +242,15 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
             flagged[sub.student] = [f.text if hasattr(f, "text") else f for f in found]
             zeroed[sub.student] = _to_zero([f for f in found if hasattr(f, "grade_id")]) if forbidden == "zero" else {}
             ready.append((sub, nbformat.writes(rebuilt)))
-    has_mathjax = feedback.copy_mathjax(out / "feedback")
-    sandboxes: dict = {}
-    # 2. sandboxed runs (and 3-5 for each as it finishes)
-    save = _saver(out, assignment, db_url, unsafe, sandboxes, zeroed, flagged)
+    return ready, flagged, zeroed
+
+
+def _run_all(assignment: str, ready: list, save, jobs: int, **settings) -> None:
+    """Step 2 for every read submission on ``jobs`` workers, each result saved as it arrives (``save``)."""
     watch = {gid: tuple(f.names) for gid, f in getattr(hidden.module_for(assignment), "FORBIDS", {}).items()}
     by_key = {i: sub for i, (sub, _) in enumerate(ready)}
-    jobs_list = [(i, {"assignment": assignment, "text": text, "seed": seed, "timeout": timeout, "budget": budget,
-                      "max_points": max_points, "watch": watch}) for i, (_, text) in enumerate(ready)]
+    jobs_list = [(i, {"assignment": assignment, "text": text, "watch": watch, **settings})
+                 for i, (_, text) in enumerate(ready)]
 
     def done(key, result):
         try:
@@ -223,18 +259,6 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
             by_key[key].note(f"its result could not be saved: {type(exc).__name__}")
 
     workers.run_all(jobs_list, run_one, jobs, done, lambda key, why: by_key[key].note(why))
-    elapsed = time.perf_counter() - started
-    # 6. report
-    rows = _rows(out, assignment, subs, max_points, unsafe, sandboxes, flagged)
-    report.write_csv(out, rows, list(max_points))
-    report.print_table(rows)
-    report.write_summary(out, rows, list(max_points), max_points)
-    print(f"\nwrote {out / 'grades.csv'}, {out / 'summary.png'} and {len(rows)} page(s) in {out / 'feedback'}")
-    _summary(rows, unsafe, has_mathjax, elapsed / len(subs) if subs else None)
-    print(f"hidden inputs drawn from seed {seed} ({seed_source}); to grade again with the same questions: "
-          f"--seed {seed}")
-    print(sandbox.limits_line())
-    return 0
 
 
 def _findings(nb, assignment: str) -> list:

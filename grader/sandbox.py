@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import transformer
+from grader.cgroups import CGROUP_ROOT, cgroup_version, control_groups
 
 UNSAFE = "UNSAFE_NO_SANDBOX"
 HOME = "/home/student"
@@ -31,7 +32,6 @@ UID_LOCKS = Path("/run/lock/transformer-grader") if Path("/run/lock").is_dir() e
 TMPFS_BYTES = 256 * 2**20  # the private /tmp, and HOME
 BOX_BYTES = 256 * 2**20    # the box (questions, answers, sockets): a tmpfs of its own when grading as root
 KERNEL_SIDE = Path(__file__).resolve().parent / "kernel_side"
-CGROUP_ROOT = Path("/sys/fs/cgroup")
 _claimed: tuple[int, int] | None = None  # (uid, fd of its lock), held until this process ends
 
 
@@ -148,51 +148,9 @@ def cgroups(limits: Limits) -> list[Path]:
     global _cgroups
     if _cgroups is None:
         uid = sandbox_uid()
-        _cgroups = [] if uid is None else control_groups(CGROUP_ROOT, f"transformer-grader-{uid}", limits)
+        _cgroups = [] if uid is None else control_groups(CGROUP_ROOT, f"transformer-grader-{uid}", limits.memory_bytes,
+                                                         limits.processes)
     return _cgroups
-
-
-def control_groups(root: Path, name: str, limits: Limits) -> list[Path]:
-    """Control groups called ``name`` under ``root`` with the limits set: cgroup v1 (a group per controller)
-    or v2 (one group in the unified hierarchy, controllers enabled below its parent). Their
-    ``cgroup.procs`` files, or [] where neither can be used."""
-    settings = {"cpu": {"cpu.shares": "1024"}, "memory": {"memory.limit_in_bytes": str(limits.memory_bytes)},
-                "pids": {"pids.max": str(limits.processes)}}
-    if all((root / c).is_dir() for c in settings):  # v1
-        out = []
-        for controller, values in settings.items():
-            try:
-                group = root / controller / name
-                group.mkdir(exist_ok=True)
-                for key, value in values.items():
-                    (group / key).write_text(value)
-                out.append(group / "cgroup.procs")
-            except OSError:
-                return []
-        return out
-    try:  # v2: a group of the unified hierarchy's top, where the controllers can be enabled
-        wanted = {"cpu", "memory", "pids"}
-        if not wanted <= set((root / "cgroup.controllers").read_text().split()):
-            return []
-        enabled = set((root / "cgroup.subtree_control").read_text().split())
-        if not wanted <= enabled:
-            (root / "cgroup.subtree_control").write_text(" ".join(f"+{c}" for c in sorted(wanted - enabled)))
-        group = root / name
-        group.mkdir(exist_ok=True)
-        for key, value in {"memory.max": str(limits.memory_bytes), "memory.swap.max": "0",
-                           "pids.max": str(limits.processes), "cpu.weight": "100"}.items():
-            if key != "memory.swap.max" or (group / key).exists():
-                (group / key).write_text(value)
-        return [group / "cgroup.procs"]
-    except OSError:
-        return []
-
-
-def cgroup_version(root: Path = CGROUP_ROOT) -> str:
-    """"v1", "v2" or "none": which control groups the machine offers (whether this process may use them aside)."""
-    if all((root / c).is_dir() for c in ("cpu", "memory", "pids")):
-        return "v1"
-    return "v2" if (root / "cgroup.controllers").exists() else "none"
 
 
 def limits_line(limits: Limits | None = None) -> str:
@@ -206,7 +164,7 @@ def limits_line(limits: Limits | None = None) -> str:
         return (f"limits: control groups ({kind}) bound the memory ({limits.memory_bytes // 2**30} GiB), processes "
                 f"({limits.processes}) and CPU share of each grading process's sandboxes; boxes are "
                 f"{BOX_BYTES // 2**20} MiB file systems")
-    why = "not root" if os.geteuid() != 0 else f"control groups {cgroup_version()} cannot be used here"
+    why = "not root" if os.geteuid() != 0 else f"control groups {cgroup_version(CGROUP_ROOT)} cannot be used here"
     return (f"limits: WITHOUT control groups ({why}): each kernel process is bounded by rlimits only (address space "
             f"{limits.memory_bytes // 2**30} GiB, {limits.processes} processes, files of "
             f"{limits.file_bytes // 2**20} MiB)" + ("" if os.geteuid() == 0 else "; boxes are not size-bounded"))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader import sandbox
+from grader import cgroups, sandbox
 
 LIMITS = sandbox.Limits(memory_bytes=3 * 2**30, processes=99)
 
@@ -19,34 +19,34 @@ def test_v2_one_group_with_memory_processes_and_cpu(tmp_path):
     (tmp_path / "g").mkdir()  # the kernel makes a new group's files; here they exist already
     for name in ("memory.max", "memory.swap.max", "pids.max", "cpu.weight"):
         (tmp_path / "g" / name).write_text("max\n")
-    procs = sandbox.control_groups(tmp_path, "g", LIMITS)
+    procs = cgroups.control_groups(tmp_path, "g", LIMITS.memory_bytes, LIMITS.processes)
     assert procs == [tmp_path / "g" / "cgroup.procs"]
     assert (tmp_path / "g" / "memory.max").read_text() == str(3 * 2**30)
     assert (tmp_path / "g" / "memory.swap.max").read_text() == "0"
     assert (tmp_path / "g" / "pids.max").read_text() == "99"
     assert (tmp_path / "cgroup.subtree_control").read_text() == "+memory +pids"  # what was missing, enabled
-    assert sandbox.cgroup_version(tmp_path) == "v2"
+    assert cgroups.cgroup_version(tmp_path) == "v2"
 
 
 def test_v2_without_the_memory_controller_gives_no_groups(tmp_path):
     (tmp_path / "cgroup.controllers").write_text("cpu pids\n")
     (tmp_path / "cgroup.subtree_control").write_text("")
-    assert sandbox.control_groups(tmp_path, "g", LIMITS) == []
+    assert cgroups.control_groups(tmp_path, "g", LIMITS.memory_bytes, LIMITS.processes) == []
 
 
 def test_v1_a_group_per_controller(tmp_path):
     for controller in ("cpu", "memory", "pids"):
         (tmp_path / controller).mkdir()
-    procs = sandbox.control_groups(tmp_path, "g", LIMITS)
+    procs = cgroups.control_groups(tmp_path, "g", LIMITS.memory_bytes, LIMITS.processes)
     assert sorted(p.parent.parent.name for p in procs) == ["cpu", "memory", "pids"]
     assert (tmp_path / "memory" / "g" / "memory.limit_in_bytes").read_text() == str(3 * 2**30)
     assert (tmp_path / "pids" / "g" / "pids.max").read_text() == "99"
-    assert sandbox.cgroup_version(tmp_path) == "v1"
+    assert cgroups.cgroup_version(tmp_path) == "v1"
 
 
 def test_neither_gives_no_groups(tmp_path):
-    assert sandbox.control_groups(tmp_path, "g", LIMITS) == []
-    assert sandbox.cgroup_version(tmp_path) == "none"
+    assert cgroups.control_groups(tmp_path, "g", LIMITS.memory_bytes, LIMITS.processes) == []
+    assert cgroups.cgroup_version(tmp_path) == "none"
 
 
 @pytest.mark.parametrize("unsafe", ["", "1"])

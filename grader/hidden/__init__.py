@@ -72,15 +72,6 @@ def rng(seed: int, name: str) -> random.Random:
     return random.Random(derive(seed, name))
 
 
-# TRANSITIONAL, removed when every module is ported: an unported module's probes and seedless cases.
-PROBES: dict[str, Callable] = {}
-
-
-def probe(fn: Callable) -> Callable:
-    PROBES[fn.__name__] = fn
-    return fn
-
-
 def module_for(assignment: str):
     """The hidden-test module of ``assignment`` (``04_queries_keys_values`` -> ``grader.hidden.a04``)."""
     return importlib.import_module(f"{__name__}.a{assignment[:2]}")
@@ -89,10 +80,7 @@ def module_for(assignment: str):
 def cases(assignment: str, seed: int) -> dict[str, list[Case]]:
     """grade_id -> the cases of that grade cell, in order, for the run's ``seed``."""
     mod = module_for(assignment)
-    import inspect  # TRANSITIONAL
-
-    return {gid: list(getattr(mod, gid)(*([seed] if inspect.signature(getattr(mod, gid)).parameters else [])))
-            for gid in mod.GRADED}
+    return {gid: list(getattr(mod, gid)(seed)) for gid in mod.GRADED}
 
 
 def all_cases(assignment: str, seed: int) -> Iterator[tuple[str, Case]]:

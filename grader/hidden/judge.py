@@ -117,7 +117,7 @@ def numbers(got, want: list[float], tol: float = 1e-3, name: str = "the values")
     if not isinstance(got, list):
         return f"{name}: expected a list of {len(want)} numbers, got {describe(got)}"
     if len(got) != len(want):
-        return f"{name}: expected {len(want)} numbers, got {len(got)}"
+        return f"{name}: expected {len(want)} numbers, got {'more' if len(got) > len(want) else 'fewer'}"
     wrong = [i for i, (g, w) in enumerate(zip(got, want, strict=True)) if number(g, w, tol) is not None]
     if wrong:
         return f"{name}: {len(wrong)} of {len(want)} are wrong (the first at position {wrong[0]})"

@@ -67,8 +67,8 @@ HIDDEN = ("manual_seed(2024)", "manual_seed(77)", "scaled_dot_product_attention(
 GRADER = {"argv": [sys.executable, "-m", "grader"], "cwd": ROOT, "env": {}, "repo": ROOT, "home": Path.home()}
 
 
-# Every cell with an attack starts with a shell line: no static screen can parse such a cell, so
-# none can take the attack apart before it runs (the sandbox is what must hold).
+# Every cell with an attack starts with a shell line, which makes the static reading (grader/forbidden.py) flag the
+# cell as not plain Python: a flag, never a stop. The sandbox is what must hold, not a screen that reads the code.
 SHELL = "!true\n"
 
 

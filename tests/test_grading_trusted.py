@@ -402,9 +402,12 @@ def test_each_wrong_answer_is_wrong():
 ECHO_FILES = ['=HYPERLINK("http:x","y").ipynb', "@SUM(1).ipynb", "+1.ipynb", "-1.ipynb"]
 
 
-@pytest.fixture(scope="module", params=sorted(FORGERIES))
-def forged(request, tmp_path_factory):
-    assignment = request.param
+_FORGED: dict[str, Run] = {}  # one run per assignment, shared by the fixtures below
+
+
+def forgery_run(assignment: str, tmp_path_factory) -> Run:
+    if assignment in _FORGED:
+        return _FORGED[assignment]
     cell = FORGERIES[assignment][0]
     wrong = wrong_answer(assignment)
     subs = {"1_honest.ipynb": submission(assignment),
@@ -420,7 +423,19 @@ def forged(request, tmp_path_factory):
         subs.update({name: b"" for name in ECHO_FILES[1:]})  # empty files: rows of their own, no kernel
     run = grade(tmp_path_factory.mktemp(f"forged-{assignment[:2]}"), assignment, subs, cap=240)
     run.marker = marker
-    return assignment, run
+    _FORGED[assignment] = run
+    return run
+
+
+@pytest.fixture(scope="module", params=sorted(FORGERIES))
+def forged(request, tmp_path_factory):
+    return request.param, forgery_run(request.param, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def echoed(tmp_path_factory):
+    """Assignment 07's run, which also carries class 4's attacks."""
+    return forgery_run("07_masking", tmp_path_factory)
 
 
 def test_a_forged_reply_never_raises_a_score(forged):
@@ -443,38 +458,32 @@ def test_a_forged_reply_never_raises_a_score(forged):
 # ------------------------------------------------------------- 4. what the student chose, echoed
 
 
-def test_no_class_name_or_shape_the_student_chose_reaches_the_page(forged):
+def test_no_class_name_or_shape_the_student_chose_reaches_the_page(echoed):
     """Attack: teacher_forcing returns an object of a class whose name is student text, padding_mask a tensor
     of shape (1, 2, 3, 77713, 1) (``echo.ipy``); only the hidden tests see them.
     Property: neither the name nor the shape is on the student's feedback page or in the CSV.
     Old grader: the page says "got an object of type $\\href{javascript:alert(1)}{CLS...}$" and "got
     (1, 2, 3, 77713, 1)"."""
-    assignment, run = forged
-    if assignment != "07_masking":
-        pytest.skip("class 4 rides on assignment 07's run")
+    run = echoed
     page = run.page("4_echo")
     for chosen in (f"CLS{run.marker}", "77713"):
         assert chosen not in page and chosen not in run.csv_text, chosen
 
 
-def test_no_exception_text_the_student_chose_reaches_the_csv(forged):
+def test_no_exception_text_the_student_chose_reaches_the_csv(echoed):
     """Attack: ex1_answer raises ValueError with TeX that holds a javascript: link.
     Property: the CSV carries none of it (the student's own traceback stays on their page, as their output).
     Old grader: the problems column holds "ex1_answer raised ValueError: $\\href{javascript:alert(2)}{ERR...}$"."""
-    assignment, run = forged
-    if assignment != "07_masking":
-        pytest.skip("class 4 rides on assignment 07's run")
+    run = echoed
     assert f"ERR{run.marker}" not in run.csv_text
 
 
-def test_no_file_name_becomes_a_spreadsheet_formula(forged):
+def test_no_file_name_becomes_a_spreadsheet_formula(echoed):
     """Attack: submissions named =HYPERLINK("http:x","y").ipynb (a file name holds no slash), @SUM(1).ipynb,
     +1.ipynb and -1.ipynb.
     Property: every one has a row, and no CSV cell starts with = + - @ (a spreadsheet runs those).
     Old grader: the file column holds =HYPERLINK("http:x","y").ipynb as such (and the three others)."""
-    assignment, run = forged
-    if assignment != "07_masking":
-        pytest.skip("class 4 rides on assignment 07's run")
+    run = echoed
     assert run.returncode == 0, run.explain()
     assert len(run.rows) == len(run.files), run.explain()
     formulas = [(r["student"], k, v) for r in run.rows for k, v in r.items() if str(v).startswith(("=", "+", "-", "@"))]
@@ -491,35 +500,29 @@ def _boxes(page: str) -> list[str]:
     return tags
 
 
-def test_every_grader_box_is_ignored_by_mathjax(forged):
+def test_every_grader_box_is_ignored_by_mathjax(echoed):
     """Property: every verdict box and notes box carries the class ``mathjax_ignore`` (MathJax 3's; the old
     ``tex2jax_ignore`` is MathJax 2's, which MathJax 3 does not know), so text in them is never typeset.
     Old grader: every box is ``tex2jax_ignore`` only (12 boxes on the echo page, none ignored)."""
-    assignment, run = forged
-    if assignment != "07_masking":
-        pytest.skip("class 4 rides on assignment 07's run")
+    run = echoed
     tags = _boxes(run.page("4_echo"))
     assert tags, "no grader box found on the page"
     assert all(re.search(r"class=['\"][^'\"]*\bmathjax_ignore\b", t) for t in tags), tags
 
 
-def test_the_page_loads_mathjax_safe_mode(forged):
+def test_the_page_loads_mathjax_safe_mode(echoed):
     """Property: the page's MathJax configuration loads ``ui/safe`` (which filters \\href and the like).
     Old grader: the configuration loads no extension."""
-    assignment, run = forged
-    if assignment != "07_masking":
-        pytest.skip("class 4 rides on assignment 07's run")
+    run = echoed
     scripts = "".join(re.findall(r"<script\b[^>]*>(.*?)</script>", run.page("4_echo"), flags=re.S))
     assert "ui/safe" in scripts
 
 
-def test_no_javascript_link_after_typesetting(forged, tmp_path):
+def test_no_javascript_link_after_typesetting(echoed, tmp_path):
     """Property: the echo page, opened offline in Chromium with its local MathJax, has no javascript: link
     once typeset. Old grader: the notes box's "$\\href{javascript:alert(2)}{ERR...}$" (and the verdict's class
     name) become ``<a href="javascript:...">`` links."""
-    assignment, run = forged
-    if assignment != "07_masking":
-        pytest.skip("class 4 rides on assignment 07's run")
+    run = echoed
     from browser import DevTools
     page = run.out / "feedback" / "4_echo.html"
     if not (run.out / "feedback" / "_static" / "mathjax").is_dir():
@@ -559,3 +562,98 @@ TYPESET_LINKS = """new Promise(done => {
   };
   check();
 })"""
+
+
+# ---------------------------------------------------------- 3. the grader's own process can be exhausted
+
+A3 = "00_why_transformers"
+TIMEOUT3, BUDGET3 = 5, 30      # seconds a cell may run; seconds a submission may take in all
+SLOW_CELL = "import time\ntime.sleep(1.5)\n"
+FLOOD_CELL = "print('x' * 199_990)\n"   # just below the output kept of one cell
+
+
+@pytest.fixture(scope="module")
+def exhausted(tmp_path_factory):
+    mark = f"victim-{uuid.uuid4().hex[:10]}"
+    subs = {
+        "01_honest.ipynb": submission(A3),
+        "02_array_refs.ipynb": submission(A3, added=[SHELL + source("reply_bomb", KIND="refs")]),
+        "03_array_keys.ipynb": submission(A3, added=[SHELL + source("reply_bomb", KIND="keys")]),
+        "04_exits.ipynb": submission(A3, added=[SLOW_CELL] * 12 + [SHELL + source("exits")]),
+        "05_honest.ipynb": submission(A3),
+        "06_floods.ipynb": submission(A3, added=[FLOOD_CELL] * min(490, MAX_CELLS - 20)),
+        "07_flood_cells.ipynb": submission(A3, added=[FLOOD_CELL] * 2000),
+        "08_fills_disk.ipynb": submission(A3, added=[SHELL + source("fill_disk")]),
+        "09_victim.ipynb": submission(A3, added=[SHELL + source("victim", MARK=mark), SLOW_CELL, SLOW_CELL]),
+    }
+    jobs = 2
+    bound = 90 + BUDGET3 * math.ceil(len(subs) / jobs)
+    run = grade(tmp_path_factory.mktemp("exhausted"), A3, subs, timeout=TIMEOUT3, budget=BUDGET3, cap=bound + 30,
+                kill_mark=mark)
+    run.bound = bound
+    return run
+
+
+def test_no_grader_process_holds_more_than_its_bound(exhausted):
+    """Attack: replies that cost the decoder (02: one 60 MiB array referenced 30 times in every reply; 03: a
+    32 MB array as the key of a dict 400 times), 490 cells each printing 199 990 characters (06) and 2000 such
+    cells (07), beside honest classmates.
+    Property: no grader process (the main process, its workers; not a sandbox) holds more than 1.5 GiB.
+    Old grader: a worker reached 3 GiB decoding 02's replies, when the test stopped the run."""
+    rss, cmd = exhausted.watch.largest()
+    assert rss <= RSS_LIMIT, f"{rss / GIB:.2f} GiB in {cmd}\n{exhausted.explain()}"
+
+
+def test_a_hostile_class_is_graded_within_its_budget(exhausted):
+    """Attack: the replies above (03's decoding alone took 190 s), and 04: twelve slow cells, then a kernel that
+    exits whenever the grader runs anything more in it (every probe, after every replay).
+    Property: the run ends, exit 0, within 90 s plus one budget (--budget 30, where the grader has it; the cell
+    time limit is 5 s) per pair of submissions.
+    Old grader: no budget; the run had not ended when the test stopped it."""
+    assert exhausted.returncode == 0 and exhausted.seconds <= exhausted.bound, exhausted.explain()
+
+
+@pytest.mark.parametrize("student", ["01_honest", "05_honest"])
+def test_honest_classmates_of_an_exhausting_class_get_full_marks(exhausted, student):
+    """Property: graded beside all of the above, an honest classmate keeps 8 of 8. Old grader: no grades.csv
+    (the run was stopped)."""
+    assert exhausted.score(student) == 8.0, exhausted.explain()
+
+
+def test_a_submission_cannot_fill_the_disk_behind_its_box(exhausted):
+    """Attack: 08 writes 60 MiB files into every writable mount of its sandbox that is not a tmpfs (its
+    answers folder and its socket folder, both on the host's /tmp), up to 1 GiB.
+    Property: the free space of the host's /tmp never drops by more than 300 MiB during the run.
+    Old grader: it dropped by 1.0 GiB (the test's own valve stopped the run only later)."""
+    drop = exhausted.watch.free_before - exhausted.watch.free_min
+    assert drop <= DISK_DROP, f"/tmp lost {drop / MIB:.0f} MiB during the run"
+
+
+def test_no_box_is_left_behind(exhausted):
+    """Property: none of the folders /tmp/grader-box-* the run's sandboxes used is left after it (the test killed
+    a grading worker, see below). Old grader: the killed worker's box stayed, with its 1 GiB, until the test
+    removed it."""
+    assert exhausted.boxes_left == [], exhausted.boxes_left
+
+
+def test_a_dead_worker_costs_only_its_own_submission(exhausted):
+    """Attack: the test SIGKILLs the grading worker (a child of the grader's main process, not a sandbox) that
+    grades 09_victim, as soon as that submission's sandbox runs.
+    Property: the run exits 0, every file has its row, 09_victim's row names a problem, the honest ones are
+    graded. Old grader: the pool was replaced and 09_victim graded again from the start, its row silent about
+    the death."""
+    assert exhausted.watch.killed, "the test found no grading worker to kill"
+    assert exhausted.returncode == 0, exhausted.explain()
+    assert sorted(r["student"] for r in exhausted.rows) == sorted(Path(f).stem for f in exhausted.files)
+    assert exhausted.row("09_victim")["problems"].strip(), exhausted.row("09_victim")
+
+
+def test_a_page_of_a_flood_stays_small(exhausted):
+    """Attack: 06, 490 cells of 199 990 characters each (97 million characters, each cell within the output kept
+    per cell). Property: its feedback page holds at most MAX_PAGE_BYTES (16 MiB) and at most MAX_NOTEBOOK_CHARS
+    (4 million) characters of the notebook's output. Old grader: a page of 98 MB."""
+    page = exhausted.out / "feedback" / "06_floods.html"
+    assert page.exists(), exhausted.explain()
+    size = page.stat().st_size
+    assert size <= MAX_PAGE_BYTES, f"{size / MIB:.0f} MiB"
+    assert page.read_text(encoding="utf-8").count("x" * 1000) * 1000 <= MAX_NOTEBOOK_CHARS

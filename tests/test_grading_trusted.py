@@ -416,12 +416,6 @@ def wrong_answer(assignment: str) -> str:
     return wrong
 
 
-def test_each_wrong_answer_is_wrong():
-    """The wrong answers above differ from the solutions (so the runs below compare something)."""
-    for assignment in FORGERIES:
-        assert wrong_answer(assignment) != solution_sources(assignment)[FORGERIES[assignment][0]]
-
-
 ECHO_FILES = ['=HYPERLINK("http:x","y").ipynb', "@SUM(1).ipynb", "+1.ipynb", "-1.ipynb"]
 
 
@@ -442,8 +436,7 @@ def forgery_run(assignment: str, tmp_path_factory) -> Run:
         subs["4_echo.ipynb"] = submission(assignment, {"ex1_answer": ex1 + f'\nraise ValueError("$\\\\href'
                                                        f'{{javascript:alert(2)}}{{ERR{marker}}}$")\n'},
                                           added=[source("echo", MARKER=marker)])
-        subs[ECHO_FILES[0]] = submission(assignment)
-        subs.update({name: b"" for name in ECHO_FILES[1:]})  # empty files: rows of their own, no kernel
+        subs.update({name: b"" for name in ECHO_FILES})  # empty files: rows of their own, no kernel
     run = grade(tmp_path_factory.mktemp(f"forged-{assignment[:2]}"), assignment, subs, cap=240)
     run.marker = marker
     _FORGED[assignment] = run
@@ -671,7 +664,9 @@ def test_a_dead_worker_costs_only_its_own_submission(exhausted):
     """Attack: the test SIGKILLs the grading worker (a child of the grader's main process, not a sandbox) that
     grades 02_victim, as soon as that submission's sandbox runs.
     Property: the run exits 0, every file has its row, 02_victim's row names a problem, the honest ones are
-    graded. Old grader: @@KILL@@"""
+    graded. Old grader: the pool broke, so the victim and the submission beside it were started again in a new
+    pool, the victim's row silent about the death (read from grade.run_all: the test's valve stopped that run
+    first), and the killed worker's box stayed."""
     assert exhausted.watch.killed, "the test found no grading worker to kill"
     assert exhausted.returncode == 0, exhausted.explain()
     assert sorted(r["student"] for r in exhausted.rows) == sorted(Path(f).stem for f in exhausted.files)

@@ -510,7 +510,9 @@ def test_no_file_name_becomes_a_spreadsheet_formula(echoed):
 def _boxes(page: str) -> list[str]:
     """The opening tag of each box the grader puts on a page (its verdicts, its notes)."""
     tags = []
-    for anchor in ("Hidden tests:", "Notes from the grader"):
+    # the template's words, and words of the hidden tests' own (a failing case of exercise 3, a problem of ex1)
+    for anchor in ("Hidden tests:", "Notes from the grader", "teacher_forcing(tgt) with random token ids",
+                   "ex1_answer raised"):
         for m in re.finditer(re.escape(anchor), page):
             opening = list(re.finditer(r"<div\b[^>]*>", page[:m.start()]))
             tags.append(opening[-1].group(0) if opening else "")
@@ -599,7 +601,7 @@ def exhausted(tmp_path_factory):
         "04_exits.ipynb": submission(A3, added=[SLOW_CELL] * 12 + [SHELL + source("exits")]),
         "05_honest.ipynb": submission(A3),
         "06_array_refs.ipynb": submission(A3, added=[SHELL + source("reply_bomb", KIND="refs")]),
-        "07_floods.ipynb": submission(A3, added=[FLOOD_CELL] * min(490, MAX_CELLS - 20)),
+        "07_floods.ipynb": submission(A3, added=[FLOOD_CELL] * min(490, MAX_CELLS - len(submission(A3).cells) - 4)),
         "08_flood_cells.ipynb": submission(A3, added=[FLOOD_CELL] * 2000),
         "09_fills_disk.ipynb": submission(A3, added=[SHELL + source("fill_disk")]),
     }
@@ -613,7 +615,7 @@ def exhausted(tmp_path_factory):
 
 def test_no_grader_process_holds_more_than_its_bound(exhausted):
     """Attack: replies that cost the decoder (06: one 60 MiB array referenced 30 times in every reply; 03: a
-    32 MB array as the key of a dict 400 times), 490 cells each printing 199 990 characters (07) and 2000 such
+    32 MB array as the key of a dict 400 times), 480 cells each printing 199 990 characters (07) and 2000 such
     cells (08), beside honest classmates.
     Property: no grader process (the main process, its workers; not a sandbox) holds more than 1.5 GiB.
     Old grader: a worker reached 3 GiB decoding the array references 61 s into the run, when the test stopped
@@ -674,9 +676,10 @@ def test_a_dead_worker_costs_only_its_own_submission(exhausted):
 
 
 def test_a_page_of_a_flood_stays_small(exhausted):
-    """Attack: 07, 490 cells of 199 990 characters each (98 million characters, each cell within the output kept
-    per cell). Property: its feedback page holds at most MAX_PAGE_BYTES (16 MiB) and at most MAX_NOTEBOOK_CHARS
-    (4 million) characters of the notebook's output. Old grader: a page of 92 MiB."""
+    """Attack: 07, 480 cells of 199 990 characters each (96 million characters, each cell within the output kept
+    per cell, the notebook within the cap on cells).
+    Property: its feedback page holds at most MAX_PAGE_BYTES (16 MiB) and at most MAX_NOTEBOOK_CHARS (4 million)
+    characters of the notebook's output. Old grader: a page of 92 MiB (490 such cells)."""
     page = exhausted.out / "feedback" / "07_floods.html"
     assert page.exists(), exhausted.explain()
     size = page.stat().st_size

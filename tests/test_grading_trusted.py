@@ -457,8 +457,9 @@ def echoed(tmp_path_factory):
 
 def test_a_forged_reply_never_raises_a_score(forged):
     """Attack: ``tests/hostile/trusted/forge*.ipy``, a cell added after the answers that rewrites the probes'
-    replies on their way out (a profile hook on every return in the kernel, and json.dump/json.dumps), on
-    top of a wrong answer whose mistake only the kernel measured:
+    replies on their way out, three ways (each alone raised all four scores below): a profile hook on every
+    return in the kernel; json.dump/json.dumps; JSON files written under an answers folder through open(),
+    read back and rewritten when closed. On top of a wrong answer whose mistake only the kernel measured:
     01 merge_pair clears the caller's dict (the arguments after the call are restored from copies);
     07 masked_attention under torch.no_grad (the gradients are those of a differentiable copy);
     09 greedy_decode appends to the caller's prefix (the prefix before the call is reported);

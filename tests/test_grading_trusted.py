@@ -599,10 +599,10 @@ def exhausted(tmp_path_factory):
     subs = {  # sorted, the order the two workers take them in: the victim early, honest ones among the rest
         "01_honest.ipynb": submission(A3),
         "02_victim.ipynb": submission(A3, added=[SHELL + source("victim", MARK=mark), SLOW_CELL, SLOW_CELL]),
-        "03_array_keys.ipynb": submission(A3, added=[SHELL + source("reply_bomb", KIND="keys")]),
+        "03_array_keys.ipynb": submission(A3, added=[SHELL + source("forge") + source("reply_bomb", KIND="keys")]),
         "04_exits.ipynb": submission(A3, added=[SLOW_CELL] * 12 + [SHELL + source("exits")]),
         "05_honest.ipynb": submission(A3),
-        "06_array_refs.ipynb": submission(A3, added=[SHELL + source("reply_bomb", KIND="refs")]),
+        "06_array_refs.ipynb": submission(A3, added=[SHELL + source("forge") + source("reply_bomb", KIND="refs")]),
         "07_floods.ipynb": submission(A3, added=[FLOOD_CELL] * min(490, MAX_CELLS - len(submission(A3).cells) - 4)),
         "08_flood_cells.ipynb": submission(A3, added=[FLOOD_CELL] * 2000),
         "09_fills_disk.ipynb": submission(A3, added=[SHELL + source("fill_disk")]),

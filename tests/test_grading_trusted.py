@@ -12,7 +12,8 @@ at stake, the same wrong code without the trick. Four classes:
 3. the grader's own processes stay within bounds (memory, time, disk), whatever a box or a reply holds,
    and a grading worker that dies costs only its own submission;
 4. nothing the student chose (class names, shapes, file names, text for MathJax) reaches a page or the
-   CSV as such.
+   CSV as such;
+5. classes 2 and 3 at once, in one submission of a probe-heavy assignment, beside honest classmates.
 
 Against the grader of commit 9bbf7c1 every test of this file fails; the numbers seen then are in each
 docstring. The attacks' sources are in ``tests/hostile/trusted/``.
@@ -587,7 +588,7 @@ TYPESET_LINKS = """new Promise(done => {
 
 # ---------------------------------------------------------- 3. the grader's own process can be exhausted
 
-A3 = "00_why_transformers"
+A3 = "07_masking"             # probe-heavy: six grade cells, eleven hidden cases
 TIMEOUT3, BUDGET3 = 5, 30      # seconds a cell may run; seconds a submission may take in all
 SLOW_CELL = "import time\ntime.sleep(1.5)\n"
 FLOOD_CELL = "print('x' * 199_990)\n"   # just below the output kept of one cell
@@ -606,6 +607,10 @@ def exhausted(tmp_path_factory):
         "07_floods.ipynb": submission(A3, added=[FLOOD_CELL] * min(490, MAX_CELLS - len(submission(A3).cells) - 4)),
         "08_flood_cells.ipynb": submission(A3, added=[FLOOD_CELL] * 2000),
         "09_fills_disk.ipynb": submission(A3, added=[SHELL + source("fill_disk")]),
+        # 5. classes 2 and 3 at once: the forged gradients, a flood and a full disk (and the same wrong code alone)
+        "10_everything.ipynb": submission(A3, {"ex6_answer": wrong_answer(A3)},
+                                          added=[FLOOD_CELL] * 200 + [SHELL + source("fill_disk"), forger(A3)]),
+        "11_wrong.ipynb": submission(A3, {"ex6_answer": wrong_answer(A3)}),
     }
     jobs = 2
     bound = 90 + BUDGET3 * math.ceil(len(subs) / jobs)
@@ -617,7 +622,7 @@ def exhausted(tmp_path_factory):
 
 def test_no_grader_process_holds_more_than_its_bound(exhausted):
     """Attack: replies that cost the decoder (06: one 60 MiB array referenced 30 times in every reply; 03: a
-    32 MB array as the key of a dict 400 times), 480 cells each printing 199 990 characters (07) and 2000 such
+    32 MB array as the key of a dict 400 times), 468 cells each printing 199 990 characters (07) and 2000 such
     cells (08), beside honest classmates.
     Property: no grader process (the main process, its workers; not a sandbox) holds more than 1.5 GiB.
     Old grader: a worker reached 3 GiB decoding the array references 61 s into the run, when the test stopped
@@ -638,9 +643,17 @@ def test_a_hostile_class_is_graded_within_its_budget(exhausted):
 
 @pytest.mark.parametrize("student", ["01_honest", "05_honest"])
 def test_honest_classmates_of_an_exhausting_class_get_full_marks(exhausted, student):
-    """Property: graded beside all of the above, an honest classmate keeps 8 of 8. Old grader: no grades.csv
+    """Property: graded beside all of the above, an honest classmate keeps 11 of 11. Old grader: no grades.csv
     (the run was stopped)."""
-    assert exhausted.score(student) == 8.0, exhausted.explain()
+    assert exhausted.score(student) == 11.0, exhausted.explain()
+
+
+def test_everything_at_once_raises_no_score(exhausted):
+    """Attack (classes 2 and 3 at once, beside the rest of this run): 10_everything, the wrong masked_attention
+    (under torch.no_grad) with the forger of its gradients, 200 cells of 199 990 characters and the disk filler.
+    Property: it scores no more than 11_wrong, the same wrong code alone.
+    Old grader: no grades.csv (the run was stopped)."""
+    assert exhausted.score("10_everything") <= exhausted.score("11_wrong"), exhausted.explain()
 
 
 def test_a_submission_cannot_fill_the_disk_behind_its_box(exhausted):
@@ -679,7 +692,7 @@ def test_a_dead_worker_costs_only_its_own_submission(exhausted):
 
 
 def test_a_page_of_a_flood_stays_small(exhausted):
-    """Attack: 07, 480 cells of 199 990 characters each (96 million characters, each cell within the output kept
+    """Attack: 07, 468 cells of 199 990 characters each (94 million characters, each cell within the output kept
     per cell, the notebook within the cap on cells).
     Property: its feedback page holds at most MAX_PAGE_BYTES (16 MiB) and at most MAX_NOTEBOOK_CHARS (4 million)
     characters of the notebook's output. Old grader: a page of 92 MiB (490 such cells)."""

@@ -597,16 +597,16 @@ FLOOD_CELL = "print('x' * 199_990)\n"   # just below the output kept of one cell
 @pytest.fixture(scope="module")
 def exhausted(tmp_path_factory):
     mark = f"victim-{uuid.uuid4().hex[:10]}"
-    subs = {  # sorted, the order the two workers take them in: the victim early, honest ones among the rest
+    subs = {  # sorted, the order the two workers take them in: the victim and the disk first, honest ones among
         "01_honest.ipynb": submission(A3),
         "02_victim.ipynb": submission(A3, added=[SHELL + source("victim", MARK=mark), SLOW_CELL, SLOW_CELL]),
-        "03_array_keys.ipynb": submission(A3, added=[SHELL + source("forge") + source("reply_bomb", KIND="keys")]),
+        "03_fills_disk.ipynb": submission(A3, added=[SHELL + source("fill_disk")]),
         "04_exits.ipynb": submission(A3, added=[SLOW_CELL] * 12 + [SHELL + source("exits")]),
         "05_honest.ipynb": submission(A3),
-        "06_array_refs.ipynb": submission(A3, added=[SHELL + source("forge") + source("reply_bomb", KIND="refs")]),
-        "07_floods.ipynb": submission(A3, added=[FLOOD_CELL] * min(490, MAX_CELLS - len(submission(A3).cells) - 4)),
-        "08_flood_cells.ipynb": submission(A3, added=[FLOOD_CELL] * 2000),
-        "09_fills_disk.ipynb": submission(A3, added=[SHELL + source("fill_disk")]),
+        "06_array_keys.ipynb": submission(A3, added=[SHELL + source("forge") + source("reply_bomb", KIND="keys")]),
+        "07_array_refs.ipynb": submission(A3, added=[SHELL + source("forge") + source("reply_bomb", KIND="refs")]),
+        "08_floods.ipynb": submission(A3, added=[FLOOD_CELL] * min(490, MAX_CELLS - len(submission(A3).cells) - 4)),
+        "09_flood_cells.ipynb": submission(A3, added=[FLOOD_CELL] * 2000),
         # 5. classes 2 and 3 at once: the forged gradients, a flood and a full disk (and the same wrong code alone)
         "10_everything.ipynb": submission(A3, {"ex6_answer": wrong_answer(A3)},
                                           added=[FLOOD_CELL] * 200 + [SHELL + source("fill_disk"), forger(A3)]),
@@ -621,12 +621,12 @@ def exhausted(tmp_path_factory):
 
 
 def test_no_grader_process_holds_more_than_its_bound(exhausted):
-    """Attack: replies that cost the decoder (06: one 60 MiB array referenced 30 times in every reply; 03: a
-    32 MB array as the key of a dict 400 times), 468 cells each printing 199 990 characters (07) and 2000 such
-    cells (08), beside honest classmates.
+    """Attack: replies that cost the decoder (07: one 60 MiB array referenced 30 times in every reply; 06: a
+    32 MB array as the key of a dict 400 times), 468 cells each printing 199 990 characters (08) and 2000 such
+    cells (09), beside honest classmates.
     Property: no grader process (the main process, its workers; not a sandbox) holds more than 1.5 GiB.
-    Old grader: a worker reached 3 GiB decoding the array references 61 s into the run, when the test stopped
-    it; without that submission, the main process reached 3 GiB with the floods after 191 s."""
+    Old grader: a worker reached 3.07 GiB decoding the array references, 163 s into the run, when the test
+    stopped it (on assignment 00, without that submission, the main process reached 3 GiB with the floods)."""
     rss, cmd = exhausted.watch.largest()
     assert rss <= RSS_LIMIT, f"{rss / GIB:.2f} GiB in {cmd}\n{exhausted.explain()}"
 
@@ -636,8 +636,8 @@ def test_a_hostile_class_is_graded_within_its_budget(exhausted):
     anything more in it (every probe, after every replay).
     Property: the run ends, exit 0, within 90 s plus one budget (--budget 30, where the grader has it; the cell
     time limit is 5 s) per pair of submissions.
-    Old grader: no budget; 03's replies were still being decoded 190 s into the run, when the test stopped it
-    (04 was replayed after each of its three deaths in the probes, none of them counted)."""
+    Old grader: no budget; stopped by the test after 163 s (on assignment 00, 06's replies were still being
+    decoded 190 s into the run, and 04 was replayed after each of its deaths in the probes, none counted)."""
     assert exhausted.returncode == 0 and exhausted.seconds <= exhausted.bound, exhausted.explain()
 
 
@@ -657,7 +657,7 @@ def test_everything_at_once_raises_no_score(exhausted):
 
 
 def test_a_submission_cannot_fill_the_disk_behind_its_box(exhausted):
-    """Attack: 09 writes 60 MiB files into every writable mount of its sandbox that is not a tmpfs (its
+    """Attack: 03 writes 60 MiB files into every writable mount of its sandbox that is not a tmpfs (its
     answers folder and its socket folder, both on the host's /tmp), up to 1 GiB.
     Property: the files in the host folders bound writable into the run's sandboxes never take more than 300 MiB
     of the disk that holds /tmp (sampled every second; the machine's other users make the free space itself
@@ -692,11 +692,11 @@ def test_a_dead_worker_costs_only_its_own_submission(exhausted):
 
 
 def test_a_page_of_a_flood_stays_small(exhausted):
-    """Attack: 07, 468 cells of 199 990 characters each (94 million characters, each cell within the output kept
+    """Attack: 08, 468 cells of 199 990 characters each (94 million characters, each cell within the output kept
     per cell, the notebook within the cap on cells).
     Property: its feedback page holds at most MAX_PAGE_BYTES (16 MiB) and at most MAX_NOTEBOOK_CHARS (4 million)
     characters of the notebook's output. Old grader: a page of 92 MiB (490 such cells)."""
-    page = exhausted.out / "feedback" / "07_floods.html"
+    page = exhausted.out / "feedback" / "08_floods.html"
     assert page.exists(), exhausted.explain()
     size = page.stat().st_size
     assert size <= MAX_PAGE_BYTES, f"{size / MIB:.0f} MiB"

@@ -12,7 +12,8 @@ at stake, the same wrong code without the trick. Four classes:
 3. the grader's own processes stay within bounds (memory, time, disk), whatever a box or a reply holds,
    and a grading worker that dies costs only its own submission;
 4. nothing the student chose (class names, shapes, file names, text for MathJax) reaches a page or the
-   CSV as such.
+   CSV as such;
+5. classes 2 and 3 at once, in one submission of a probe-heavy assignment, beside honest classmates.
 
 Against the grader of commit 9bbf7c1 every test of this file fails; the numbers seen then are in each
 docstring. The attacks' sources are in ``tests/hostile/trusted/``.
@@ -187,9 +188,10 @@ class Watch(threading.Thread):
                 return
 
     def _disk(self) -> int:
-        """Bytes the files under the writable folders take on the disk that holds /tmp (a tmpfs is memory)."""
+        """Bytes the files under the boxes and writable folders take on the disk that holds /tmp (a tmpfs is memory)."""
         device, total = os.stat("/tmp").st_dev, 0
-        for top in list(self.writable):
+        tops = self.writable | self.boxes
+        for top in [t for t in tops if not any(t.startswith(o + "/") for o in tops)]:  # each file once
             for folder, _, files in os.walk(top):
                 for name in files:
                     try:
@@ -416,12 +418,6 @@ def wrong_answer(assignment: str) -> str:
     return wrong
 
 
-def test_each_wrong_answer_is_wrong():
-    """The wrong answers above differ from the solutions (so the runs below compare something)."""
-    for assignment in FORGERIES:
-        assert wrong_answer(assignment) != solution_sources(assignment)[FORGERIES[assignment][0]]
-
-
 ECHO_FILES = ['=HYPERLINK("http:x","y").ipynb', "@SUM(1).ipynb", "+1.ipynb", "-1.ipynb"]
 
 
@@ -442,8 +438,7 @@ def forgery_run(assignment: str, tmp_path_factory) -> Run:
         subs["4_echo.ipynb"] = submission(assignment, {"ex1_answer": ex1 + f'\nraise ValueError("$\\\\href'
                                                        f'{{javascript:alert(2)}}{{ERR{marker}}}$")\n'},
                                           added=[source("echo", MARKER=marker)])
-        subs[ECHO_FILES[0]] = submission(assignment)
-        subs.update({name: b"" for name in ECHO_FILES[1:]})  # empty files: rows of their own, no kernel
+        subs.update({name: b"" for name in ECHO_FILES})  # empty files: rows of their own, no kernel
     run = grade(tmp_path_factory.mktemp(f"forged-{assignment[:2]}"), assignment, subs, cap=240)
     run.marker = marker
     _FORGED[assignment] = run
@@ -463,8 +458,9 @@ def echoed(tmp_path_factory):
 
 def test_a_forged_reply_never_raises_a_score(forged):
     """Attack: ``tests/hostile/trusted/forge*.ipy``, a cell added after the answers that rewrites the probes'
-    replies on their way out (a profile hook on every return in the kernel, and json.dump/json.dumps), on
-    top of a wrong answer whose mistake only the kernel measured:
+    replies on their way out, three ways (each alone raised all four scores below): a profile hook on every
+    return in the kernel; json.dump/json.dumps; JSON files written under an answers folder through open(),
+    read back and rewritten when closed. On top of a wrong answer whose mistake only the kernel measured:
     01 merge_pair clears the caller's dict (the arguments after the call are restored from copies);
     07 masked_attention under torch.no_grad (the gradients are those of a differentiable copy);
     09 greedy_decode appends to the caller's prefix (the prefix before the call is reported);
@@ -517,7 +513,9 @@ def test_no_file_name_becomes_a_spreadsheet_formula(echoed):
 def _boxes(page: str) -> list[str]:
     """The opening tag of each box the grader puts on a page (its verdicts, its notes)."""
     tags = []
-    for anchor in ("Hidden tests:", "Notes from the grader"):
+    # the template's words, and words of the hidden tests' own (a failing case of exercise 3, a problem of ex1)
+    for anchor in ("Hidden tests:", "Notes from the grader", "teacher_forcing(tgt) with random token ids",
+                   "ex1_answer raised"):
         for m in re.finditer(re.escape(anchor), page):
             opening = list(re.finditer(r"<div\b[^>]*>", page[:m.start()]))
             tags.append(opening[-1].group(0) if opening else "")
@@ -590,7 +588,7 @@ TYPESET_LINKS = """new Promise(done => {
 
 # ---------------------------------------------------------- 3. the grader's own process can be exhausted
 
-A3 = "00_why_transformers"
+A3 = "07_masking"             # probe-heavy: six grade cells, eleven hidden cases
 TIMEOUT3, BUDGET3 = 5, 30      # seconds a cell may run; seconds a submission may take in all
 SLOW_CELL = "import time\ntime.sleep(1.5)\n"
 FLOOD_CELL = "print('x' * 199_990)\n"   # just below the output kept of one cell
@@ -599,16 +597,20 @@ FLOOD_CELL = "print('x' * 199_990)\n"   # just below the output kept of one cell
 @pytest.fixture(scope="module")
 def exhausted(tmp_path_factory):
     mark = f"victim-{uuid.uuid4().hex[:10]}"
-    subs = {  # sorted, the order the two workers take them in: the victim early, honest ones among the rest
+    subs = {  # sorted, the order the two workers take them in: the victim and the disk first, honest ones among
         "01_honest.ipynb": submission(A3),
         "02_victim.ipynb": submission(A3, added=[SHELL + source("victim", MARK=mark), SLOW_CELL, SLOW_CELL]),
-        "03_array_keys.ipynb": submission(A3, added=[SHELL + source("reply_bomb", KIND="keys")]),
+        "03_fills_disk.ipynb": submission(A3, added=[SHELL + source("fill_disk")]),
         "04_exits.ipynb": submission(A3, added=[SLOW_CELL] * 12 + [SHELL + source("exits")]),
         "05_honest.ipynb": submission(A3),
-        "06_array_refs.ipynb": submission(A3, added=[SHELL + source("reply_bomb", KIND="refs")]),
-        "07_floods.ipynb": submission(A3, added=[FLOOD_CELL] * min(490, MAX_CELLS - 20)),
-        "08_flood_cells.ipynb": submission(A3, added=[FLOOD_CELL] * 2000),
-        "09_fills_disk.ipynb": submission(A3, added=[SHELL + source("fill_disk")]),
+        "06_array_keys.ipynb": submission(A3, added=[SHELL + source("forge") + source("reply_bomb", KIND="keys")]),
+        "07_array_refs.ipynb": submission(A3, added=[SHELL + source("forge") + source("reply_bomb", KIND="refs")]),
+        "08_floods.ipynb": submission(A3, added=[FLOOD_CELL] * min(490, MAX_CELLS - len(submission(A3).cells) - 4)),
+        "09_flood_cells.ipynb": submission(A3, added=[FLOOD_CELL] * 2000),
+        # 5. classes 2 and 3 at once: the forged gradients, a flood and a full disk (and the same wrong code alone)
+        "10_everything.ipynb": submission(A3, {"ex6_answer": wrong_answer(A3)},
+                                          added=[FLOOD_CELL] * 200 + [SHELL + source("fill_disk"), forger(A3)]),
+        "11_wrong.ipynb": submission(A3, {"ex6_answer": wrong_answer(A3)}),
     }
     jobs = 2
     bound = 90 + BUDGET3 * math.ceil(len(subs) / jobs)
@@ -619,12 +621,12 @@ def exhausted(tmp_path_factory):
 
 
 def test_no_grader_process_holds_more_than_its_bound(exhausted):
-    """Attack: replies that cost the decoder (06: one 60 MiB array referenced 30 times in every reply; 03: a
-    32 MB array as the key of a dict 400 times), 490 cells each printing 199 990 characters (07) and 2000 such
-    cells (08), beside honest classmates.
+    """Attack: replies that cost the decoder (07: one 60 MiB array referenced 30 times in every reply; 06: a
+    32 MB array as the key of a dict 400 times), 468 cells each printing 199 990 characters (08) and 2000 such
+    cells (09), beside honest classmates.
     Property: no grader process (the main process, its workers; not a sandbox) holds more than 1.5 GiB.
-    Old grader: a worker reached 3 GiB decoding the array references 61 s into the run, when the test stopped
-    it; without that submission, the main process reached 3 GiB with the floods after 191 s."""
+    Old grader: a worker passed 3 GiB decoding the array references, 163 and 175 s into two runs, when the test
+    stopped them (on assignment 00, without that submission, the main process reached 3 GiB with the floods)."""
     rss, cmd = exhausted.watch.largest()
     assert rss <= RSS_LIMIT, f"{rss / GIB:.2f} GiB in {cmd}\n{exhausted.explain()}"
 
@@ -634,28 +636,37 @@ def test_a_hostile_class_is_graded_within_its_budget(exhausted):
     anything more in it (every probe, after every replay).
     Property: the run ends, exit 0, within 90 s plus one budget (--budget 30, where the grader has it; the cell
     time limit is 5 s) per pair of submissions.
-    Old grader: no budget; 03's replies were still being decoded 190 s into the run, when the test stopped it
-    (04 was replayed after each of its three deaths in the probes, none of them counted)."""
+    Old grader: no budget; stopped by the test after 163 and 175 s (on assignment 00, 06's replies were still being
+    decoded 190 s into the run, and 04 was replayed after each of its deaths in the probes, none counted)."""
     assert exhausted.returncode == 0 and exhausted.seconds <= exhausted.bound, exhausted.explain()
 
 
 @pytest.mark.parametrize("student", ["01_honest", "05_honest"])
 def test_honest_classmates_of_an_exhausting_class_get_full_marks(exhausted, student):
-    """Property: graded beside all of the above, an honest classmate keeps 8 of 8. Old grader: no grades.csv
+    """Property: graded beside all of the above, an honest classmate keeps 11 of 11. Old grader: no grades.csv
     (the run was stopped)."""
-    assert exhausted.score(student) == 8.0, exhausted.explain()
+    assert exhausted.score(student) == 11.0, exhausted.explain()
+
+
+def test_everything_at_once_raises_no_score(exhausted):
+    """Attack (classes 2 and 3 at once, beside the rest of this run): 10_everything, the wrong masked_attention
+    (under torch.no_grad) with the forger of its gradients, 200 cells of 199 990 characters and the disk filler.
+    Property: it scores no more than 11_wrong, the same wrong code alone.
+    Old grader: no grades.csv (the run was stopped)."""
+    assert exhausted.score("10_everything") <= exhausted.score("11_wrong"), exhausted.explain()
 
 
 def test_a_submission_cannot_fill_the_disk_behind_its_box(exhausted):
-    """Attack: 09 writes 60 MiB files into every writable mount of its sandbox that is not a tmpfs (its
+    """Attack: 03 writes 60 MiB files into every writable mount of its sandbox that is not a tmpfs (its
     answers folder and its socket folder, both on the host's /tmp), up to 1 GiB.
     Property: the files in the host folders bound writable into the run's sandboxes never take more than 300 MiB
     of the disk that holds /tmp (sampled every second; the machine's other users make the free space itself
     too noisy to judge by, so it is only reported).
-    Old grader: the boxes held 765 MiB (/tmp lost 713 MiB) until the test stopped the run."""
+    Old grader: the boxes held 1080 MiB (/tmp lost 1086 MiB) before the test stopped the run."""
     watch = exhausted.watch
-    assert watch.writable, "no sandbox seen"
     drop = watch.free_before - watch.free_min
+    if not watch.writable | watch.boxes:  # no box named on a command line: judge by the free space itself
+        assert drop <= DISK_DROP, f"/tmp lost {drop / MIB:.0f} MiB during the run"
     assert watch.disk_max <= DISK_DROP, \
         f"the boxes held {watch.disk_max / MIB:.0f} MiB (and /tmp lost {drop / MIB:.0f} MiB) during the run"
 
@@ -671,7 +682,9 @@ def test_a_dead_worker_costs_only_its_own_submission(exhausted):
     """Attack: the test SIGKILLs the grading worker (a child of the grader's main process, not a sandbox) that
     grades 02_victim, as soon as that submission's sandbox runs.
     Property: the run exits 0, every file has its row, 02_victim's row names a problem, the honest ones are
-    graded. Old grader: @@KILL@@"""
+    graded. Old grader: the pool broke, so the victim and the submission beside it were started again in a new
+    pool, the victim's row silent about the death (read from grade.run_all: the test's valve stopped that run
+    first), and the killed worker's box stayed."""
     assert exhausted.watch.killed, "the test found no grading worker to kill"
     assert exhausted.returncode == 0, exhausted.explain()
     assert sorted(r["student"] for r in exhausted.rows) == sorted(Path(f).stem for f in exhausted.files)
@@ -679,10 +692,11 @@ def test_a_dead_worker_costs_only_its_own_submission(exhausted):
 
 
 def test_a_page_of_a_flood_stays_small(exhausted):
-    """Attack: 07, 490 cells of 199 990 characters each (98 million characters, each cell within the output kept
-    per cell). Property: its feedback page holds at most MAX_PAGE_BYTES (16 MiB) and at most MAX_NOTEBOOK_CHARS
-    (4 million) characters of the notebook's output. Old grader: a page of 92 MiB."""
-    page = exhausted.out / "feedback" / "07_floods.html"
+    """Attack: 08, 468 cells of 199 990 characters each (94 million characters, each cell within the output kept
+    per cell, the notebook within the cap on cells).
+    Property: its feedback page holds at most MAX_PAGE_BYTES (16 MiB) and at most MAX_NOTEBOOK_CHARS (4 million)
+    characters of the notebook's output. Old grader: a page of 92 MiB (490 such cells)."""
+    page = exhausted.out / "feedback" / "08_floods.html"
     assert page.exists(), exhausted.explain()
     size = page.stat().st_size
     assert size <= MAX_PAGE_BYTES, f"{size / MIB:.0f} MiB"

@@ -126,8 +126,8 @@ def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, clock: Clock, set
             run.note(f"{where} ran longer than {timeout:g} s (or than the time left) and was stopped")
             cell.outputs.append(_error("TimeoutError", "stopped by the grader"))
         elif result.status == "error" and _is_answer(cell):
-            if not result.error.startswith("NotImplementedError"):
-                run.note(f"{where} raised {result.error}")
+            if not result.error.startswith("NotImplementedError"):  # its type only: the message is the student's
+                run.note(f"{where} raised {verdicts.exception_name(result.error)} (its message is on the page)")
         if result.status in ("died", "timeout") and not kernel.alive():
             if result.status == "died":
                 _event(run, f"the kernel stopped ({where}, exit code {kernel.exit_code()})")

@@ -28,6 +28,12 @@ class Verdict:
     reported: list[str] = field(default_factory=list)   # the same, for cases the kernel reports (no points)
 
 
+def exception_name(error) -> str:
+    """The type of the exception in ``"Type: message"`` if it is one of Python's own, else fixed words."""
+    name = str(error).split(":")[0]
+    return name if isinstance(getattr(builtins, name, None), type) else "an exception of its own type"
+
+
 def problem_of(case: hidden.Case, kind: str, reply) -> str | None:
     """What is wrong with one reply (``kind`` as :func:`grader.run.read_reply` gives it), or None."""
     if kind == "ok":
@@ -38,9 +44,7 @@ def problem_of(case: hidden.Case, kind: str, reply) -> str | None:
         except Exception as exc:  # noqa: BLE001 - a reply the judge cannot read is a wrong reply
             return f"the result could not be compared ({type(exc).__name__})"
     if kind == "error":  # a message, or a type made up on the spot, could carry the hidden inputs back
-        name = str(reply).split(":")[0]
-        shown = name if isinstance(getattr(builtins, name, None), type) else "an exception of its own type"
-        return f"raised {shown} (run the visible check to see the message)"
+        return f"raised {exception_name(reply)} (run the visible check to see the message)"
     return f"no usable answer ({reply})"
 
 

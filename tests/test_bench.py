@@ -49,3 +49,14 @@ def test_reference_results_are_committed_and_complete():
     assert all(r["ours_s"] == r["ours_s"] for r in rows), "no NaN in the reference run"
     assert (ROOT / "benchmarks" / "results" / "scaling.json").exists()
     assert (ROOT / "benchmarks" / "results" / "machine.json").exists()
+
+
+def test_chapter_12_attention_memory_the_tiled_form_grows_like_t_the_teaching_form_like_t_squared():
+    """The numbers of chapter 12's picture, measured in this process at two lengths (forward only)."""
+    from benchmarks.modern import peak_here
+
+    small, large = ({form: peak_here(form, t) for form in ("teaching", "flash", "torch")} for t in (512, 2048))
+    assert large["teaching"] / small["teaching"] > 16 / 2, "T x T scores: 16 times the memory for 4 times T"
+    assert large["flash"] / small["flash"] < 4, "tiles of a fixed size, an output that grows like T"
+    assert large["flash"] <= 2 * large["torch"] + 2, "within twice PyTorch's fused kernel (+ one 2 MB tile)"
+    assert large["teaching"] > 8 * 2048 * 2048 * 4 / 2**20, "at least one float32 T x T matrix per head"

@@ -196,7 +196,8 @@ def test_a_forgotten_transpose_misses_by_far_more_than_the_tolerance():
     ("GPT2Config", dict(scale_attn_by_inverse_layer_idx=True),
      ("config.scale_attn_by_inverse_layer_idx:", "expected False", "got True")),
     ("GPT2Config", dict(scale_attn_weights=False), ("config.scale_attn_weights:", "expected True", "got False")),
-    ("GPT2Config", dict(activation_function="silu"), ("config.activation_function:", "'gelu_new'", "got 'silu'")),
+    ("GPT2Config", dict(activation_function="quick_gelu"),
+     ("config.activation_function:", "'gelu_new'", "got 'quick_gelu'")),
     ("BertConfig", dict(is_decoder=True), ("config.is_decoder:", "expected False", "got True")),
     ("BertConfig", dict(hidden_act="tanh"), ("config.hidden_act:", "got 'tanh'")),
 ])

@@ -18,6 +18,8 @@ chapter            module
                    :mod:`transformer.progress`, :mod:`transformer.data`, :mod:`transformer.evaluation`
 11 GPT, BERT, ViT  :mod:`transformer.sampling`, :mod:`transformer.pretraining`, :mod:`transformer.model`,
                    :mod:`transformer.vision`, :mod:`transformer.hf` (Hugging Face's GPT-2 and BERT)
+12 2017 to today   :mod:`transformer.flash`, :mod:`transformer.kv_cache`, :mod:`transformer.multihead`
+                   (``repeat_kv``), :mod:`transformer.feedforward` (SwiGLU), :mod:`transformer.hf` (Llama)
 =================  ===========================================================
 
 Looking inside a model: :mod:`transformer.inspect` (forward hooks). The tiny model
@@ -31,11 +33,13 @@ from .blocks import Decoder, DecoderBlock, Encoder, EncoderBlock
 from .config import TransformerConfig
 from .decoding import generate, greedy_decode, next_token, sample_decode, softmax_with_temperature
 from .embedding import TokenEmbedding, rms
-from .feedforward import PositionwiseFeedForward
+from .feedforward import GatedFeedForward, PositionwiseFeedForward
+from .flash import flash_attention
 from .heads import OutputHead
+from .kv_cache import KVCache, cache_bytes_per_token, generate_cached
 from .masks import causal_mask, causal_padding_mask, fully_masked_rows, masked_softmax, padding_mask
 from .model import DecoderOnly, EncoderDecoder, EncoderOnly, count_parameters
-from .multihead import MultiHeadAttention, merge_heads, split_heads
+from .multihead import MultiHeadAttention, merge_heads, repeat_kv, split_heads
 from .norm import LayerNorm, RMSNorm
 from .positional import (
     LearnedPositionalEncoding,
@@ -76,4 +80,7 @@ __all__ = [
     "teacher_forcing", "train_step",
     # chapter 11
     "mask_tokens", "sample_next", "sampling_distribution", "top_k_filter", "top_p_filter",
+    # chapter 12
+    "GatedFeedForward", "KVCache", "cache_bytes_per_token", "flash_attention", "generate_cached",
+    "repeat_kv",
 ]

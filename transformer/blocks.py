@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from .config import TransformerConfig
-from .feedforward import PositionwiseFeedForward
+from .feedforward import feed_forward_for
 from .multihead import MultiHeadAttention
 from .norm import make_norm
 from .positional import positional_module
@@ -20,8 +20,8 @@ def self_attention_for(cfg: TransformerConfig) -> MultiHeadAttention:
     """Self-attention with the positional scheme that acts inside attention, if any (RoPE or relative bias)."""
     rope = positional_module(cfg, "queries and keys")
     relative_bias = positional_module(cfg, "scores")
-    return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, rope=rope, relative_bias=relative_bias,
-                              fast=cfg.fast)
+    return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, bias=cfg.linear_bias, rope=rope,
+                              relative_bias=relative_bias, fast=cfg.fast, n_kv_heads=cfg.kv_heads)
 
 
 class EncoderBlock(nn.Module):
@@ -30,17 +30,18 @@ class EncoderBlock(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.self_attn = self_attention_for(cfg)
-        self.ff = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
+        self.ff = feed_forward_for(cfg)
         self.norm1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
         self.norm2 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
         self.drop1, self.drop2 = nn.Dropout(cfg.dropout), nn.Dropout(cfg.dropout)
         self.norm_first = cfg.norm_first
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache=None) -> torch.Tensor:
+        """``cache``: this layer's :class:`~transformer.kv_cache.LayerCache` (chapter 12), or None."""
         if self.norm_first:
-            x = x + self.drop1(self.self_attn(self.norm1(x), mask=mask))
+            x = x + self.drop1(self.self_attn(self.norm1(x), mask=mask, cache=cache))
             return x + self.drop2(self.ff(self.norm2(x)))
-        x = self.norm1(x + self.drop1(self.self_attn(x, mask=mask)))
+        x = self.norm1(x + self.drop1(self.self_attn(x, mask=mask, cache=cache)))
         return self.norm2(x + self.drop2(self.ff(x)))
 
 
@@ -54,7 +55,7 @@ class DecoderBlock(nn.Module):
         super().__init__()
         self.self_attn = self_attention_for(cfg)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, fast=cfg.fast)
-        self.ff = PositionwiseFeedForward(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation)
+        self.ff = feed_forward_for(cfg)
         self.norm1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
         self.norm2 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
         self.norm3 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
@@ -80,9 +81,10 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_layers))
         self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast) if cfg.use_final_norm else nn.Identity()
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        for layer in self.layers:
-            x = layer(x, mask)
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache=None) -> torch.Tensor:
+        """``cache``: a :class:`~transformer.kv_cache.KVCache` with a layer for each block (chapter 12), or None."""
+        for i, layer in enumerate(self.layers):
+            x = layer(x, mask, None if cache is None else cache.layers[i])
         return self.norm(x)
 
 

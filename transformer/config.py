@@ -9,6 +9,9 @@ GPT-2 and BERT are configurations too (see :mod:`transformer.hf`): GPT-2 is
 pre-norm with learned positions, ``activation="gelu_tanh"`` and
 ``scale_embeddings=False``; BERT adds ``type_vocab_size=2``,
 ``embedding_norm=True``, ``head_transform=True`` and ``head_bias=True``.
+Llama (chapter 12) is one too: pre-norm with ``norm="rms"``, ``ffn="gated"`` with
+``activation="silu"`` (SwiGLU), ``positional="rope"`` with ``rope_pairs="half"``,
+``linear_bias=False``, and ``n_kv_heads`` below ``n_heads`` for grouped-query attention.
 Every such field defaults to the 2017 model.
 """
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ._validate import require_choice, require_divisible, require_positive_int
-from .feedforward import ACTIVATIONS
+from .feedforward import ACTIVATIONS, FFN_KINDS
 from .positional import check_positional
 
 
@@ -53,6 +56,11 @@ class TransformerConfig:
     head_transform: bool = False  # dense, activation and norm before the output layer (BERT's MLM head)
     head_bias: bool = False  # a bias per vocabulary entry on the logits (BERT)
     rope_pairs: str = "interleaved"  # which features RoPE rotates together: "interleaved" (paper) or "half" (Llama)
+    # chapter 12: what changed since 2017
+    n_kv_heads: int | None = None  # key/value heads: None = n_heads; a divisor = grouped-query; 1 = multi-query
+    ffn: str = "mlp"  # "mlp": W2 act(W1 x + b1) + b2; "gated": W2 (act(W1 x) * W3 x), SwiGLU with activation="silu"
+    linear_bias: bool = True  # biases in the attention and feed-forward projections (Llama: False)
+    rope_base: float = 10000.0  # RoPE's base: omega_i = rope_base ** (-2i / d_head) (Llama's rope_theta)
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
@@ -66,7 +74,8 @@ class TransformerConfig:
         require_choice("activation", self.activation, ACTIVATIONS)
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout: expected a probability in [0, 1), got {self.dropout}")
-        for name in ("scale_embeddings", "embedding_norm", "head_transform", "head_bias"):
+        self._check_modern()
+        for name in ("scale_embeddings", "embedding_norm", "head_transform", "head_bias", "linear_bias"):
             _require_bool(name, getattr(self, name))
         if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int):
             raise TypeError(f"type_vocab_size: expected an int >= 0 (0 = no token types), "
@@ -79,6 +88,17 @@ class TransformerConfig:
                 f"src_vocab_size: expected None or vocab_size={self.vocab_size} with share_embeddings=True "
                 f"(one vocabulary for both languages), got {self.src_vocab_size}"
             )
+
+    def _check_modern(self) -> None:
+        """The fields of chapter 12: key/value heads that divide the heads, a known feed-forward, a RoPE base."""
+        if self.n_kv_heads is not None:
+            require_positive_int("n_kv_heads", self.n_kv_heads)
+            if self.n_heads % self.n_kv_heads:
+                raise ValueError(f"n_kv_heads: expected None or a divisor of n_heads={self.n_heads} (each kv head "
+                                 f"serves a whole group of query heads), got {self.n_kv_heads}")
+        require_choice("ffn", self.ffn, FFN_KINDS)
+        if isinstance(self.rope_base, bool) or not isinstance(self.rope_base, (int, float)) or self.rope_base <= 0:
+            raise ValueError(f"rope_base: expected a number > 0, got {self.rope_base!r}")
 
     def _check_pad_id(self) -> None:
         """``pad_id`` is None or a token id of every vocabulary the model embeds."""
@@ -94,6 +114,11 @@ class TransformerConfig:
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
+
+    @property
+    def kv_heads(self) -> int:
+        """The number of key/value heads: ``n_kv_heads``, or ``n_heads`` when it is None."""
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
 
     @property
     def decoder_layers(self) -> int:

@@ -5,7 +5,11 @@ The same two-layer network is applied to every position separately:
 
 :data:`ACTIVATIONS` holds the nonlinearities by name: ``"relu"`` (2017), ``"gelu"``
 (the exact ``x Phi(x)``, BERT) and ``"gelu_tanh"`` (its tanh approximation
-``0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))``, GPT-2's ``"gelu_new"``).
+``0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))``, GPT-2's ``"gelu_new"``) and ``"silu"``
+(``x sigmoid(x)``, also called swish).
+
+:class:`GatedFeedForward` (chapter 12) multiplies the activated layer by a second, linear one:
+``W_2 (act(W_1 x) * W_3 x)``; with ``"silu"`` it is SwiGLU (Shazeer, 2020), Llama's feed-forward.
 """
 
 from __future__ import annotations
@@ -22,21 +26,52 @@ ACTIVATIONS = {
     "relu": F.relu,
     "gelu": F.gelu,
     "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
+    "silu": F.silu,
 }
+FFN_KINDS = ("mlp", "gated")
 
 
 class PositionwiseFeedForward(nn.Module):
     """``(batch, seq, d_model) -> (batch, seq, d_model)`` through a hidden layer of size ``d_ff``."""
 
-    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu"):
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "relu", bias: bool = True):
         super().__init__()
         require_positive_int("d_model", d_model)
         require_positive_int("d_ff", d_ff)
         require_choice("activation", activation, ACTIVATIONS)
-        self.linear1 = nn.Linear(d_model, d_ff)
-        self.linear2 = nn.Linear(d_ff, d_model)
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
         self.activation = activation
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.linear2(self.dropout(ACTIVATIONS[self.activation](self.linear1(x))))
+
+
+class GatedFeedForward(nn.Module):
+    """``(batch, seq, d_model) -> (batch, seq, d_model)``: ``W_2 (act(W_1 x) * W_3 x)`` (chapter 12).
+
+    The hidden layer ``act(W_1 x)`` is gated, feature by feature, by a second projection ``W_3 x``;
+    ``activation="silu"`` makes it SwiGLU, as in Llama, whose projections have no bias (``bias=False``).
+    """
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "silu", bias: bool = False):
+        super().__init__()
+        require_positive_int("d_model", d_model)
+        require_positive_int("d_ff", d_ff)
+        require_choice("activation", activation, ACTIVATIONS)
+        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)  # W_1, activated (Llama's gate_proj)
+        self.linear3 = nn.Linear(d_model, d_ff, bias=bias)  # W_3, the linear gate (Llama's up_proj)
+        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)  # W_2, back to d_model (Llama's down_proj)
+        self.dropout = nn.Dropout(dropout)
+        self.activation = activation
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        hidden = ACTIVATIONS[self.activation](self.linear1(x)) * self.linear3(x)  # (batch, seq, d_ff)
+        return self.linear2(self.dropout(hidden))
+
+
+def feed_forward_for(cfg) -> nn.Module:
+    """The feed-forward of a :class:`~transformer.config.TransformerConfig`: ``cfg.ffn`` is "mlp" or "gated"."""
+    kind = GatedFeedForward if cfg.ffn == "gated" else PositionwiseFeedForward
+    return kind(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation, bias=cfg.linear_bias)

@@ -1,4 +1,4 @@
-"""Hugging Face's GPT-2 and BERT as configurations of ours: the same network, the same outputs.
+"""Hugging Face's GPT-2, BERT and Llama as configurations of ours: the same network, the same outputs.
 
 :func:`from_hf` reads a Hugging Face model's config, builds the same network
 from this package's parts, and copies the weights in:
@@ -10,6 +10,9 @@ Hugging Face                          ours
                                       ``activation="gelu_tanh"``, ``scale_embeddings=False``, a final norm
 ``BertForMaskedLM``, ``BertModel``    :class:`~transformer.model.EncoderOnly`: post-norm, learned positions,
                                       token types, ``embedding_norm``, ``head_transform``, ``head_bias``
+``LlamaForCausalLM``, ``LlamaModel``  :class:`~transformer.model.DecoderOnly`: pre-norm with ``norm="rms"``,
+                                      ``ffn="gated"`` with ``"silu"`` (SwiGLU), RoPE with ``rope_pairs="half"``,
+                                      ``linear_bias=False``, ``n_kv_heads`` (grouped-query) (chapter 12)
 ====================================  ==================================================================
 
 Nothing is patched: every difference from the 2017 model is a field of
@@ -32,8 +35,9 @@ from .interop import _copy, copy_layer_norm, copy_linear
 from .model import DecoderOnly, EncoderOnly
 
 # Hugging Face's names for the activations that ours compute exactly (ACT2FN in transformers.activations).
-HF_ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
-SUPPORTED = ("GPT2LMHeadModel", "GPT2Model", "BertForMaskedLM", "BertModel")
+HF_ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
+                  "silu": "silu"}
+SUPPORTED = ("GPT2LMHeadModel", "GPT2Model", "BertForMaskedLM", "BertModel", "LlamaForCausalLM", "LlamaModel")
 
 
 def _transformers():
@@ -84,6 +88,49 @@ def bert_config(c) -> TransformerConfig:
         positional="learned", tie_weights=c.tie_word_embeddings, pad_id=c.pad_token_id, scale_embeddings=False,
         embedding_norm=True, type_vocab_size=c.type_vocab_size, head_transform=True, head_bias=True,
     )
+
+
+def llama_config(c) -> TransformerConfig:
+    """Our configuration of a ``LlamaConfig`` (chapter 12): pre-norm RMSNorm, SwiGLU, RoPE on half-split pairs,
+    no biases, ``num_key_value_heads`` key/value heads, unscaled embeddings, a final norm."""
+    rope = getattr(c, "rope_parameters", None) or {"rope_type": "default", "rope_theta": 10000.0}
+    _refuse("rope_parameters['rope_type']", rope.get("rope_type", "default"), "default")
+    _refuse("head_dim", getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads,
+            c.hidden_size // c.num_attention_heads)
+    _refuse("mlp_bias", c.mlp_bias, c.attention_bias)  # one switch, linear_bias, for both
+    return TransformerConfig(
+        vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
+        n_kv_heads=c.num_key_value_heads or c.num_attention_heads, d_ff=c.intermediate_size,
+        n_layers=c.num_hidden_layers, dropout=float(c.attention_dropout), max_len=c.max_position_embeddings,
+        norm_first=True, norm="rms", norm_eps=c.rms_norm_eps, final_norm=True,
+        activation=_activation("hidden_act", c.hidden_act), ffn="gated", linear_bias=bool(c.attention_bias),
+        positional="rope", rope_pairs="half", rope_base=float(rope["rope_theta"]), tie_weights=c.tie_word_embeddings,
+        pad_id=c.pad_token_id, scale_embeddings=False,
+    )
+
+
+def _copy_llama(ours: DecoderOnly, llama) -> None:
+    """Copy a ``LlamaModel``'s weights (``embed_tokens``, the ``layers``, ``norm``) into ours."""
+    _copy(ours.embed.tokens.weight, llama.embed_tokens.weight, "embed_tokens")
+    for block, theirs in zip(ours.causal_stack.layers, llama.layers):
+        attn, mlp = theirs.self_attn, theirs.mlp
+        pairs = ((block.self_attn.w_q, attn.q_proj), (block.self_attn.w_k, attn.k_proj),
+                 (block.self_attn.w_v, attn.v_proj), (block.self_attn.w_o, attn.o_proj),
+                 (block.ff.linear1, mlp.gate_proj), (block.ff.linear3, mlp.up_proj), (block.ff.linear2, mlp.down_proj))
+        for ours_linear, their_linear in pairs:
+            copy_linear(ours_linear, their_linear)
+        _copy(block.norm1.gamma, theirs.input_layernorm.weight, "input_layernorm")
+        _copy(block.norm2.gamma, theirs.post_attention_layernorm.weight, "post_attention_layernorm")
+    _copy(ours.causal_stack.norm.gamma, llama.norm.weight, "norm")
+
+
+def _from_llama(model, tf) -> DecoderOnly:
+    llama = model.model if isinstance(model, tf.LlamaForCausalLM) else model
+    ours = DecoderOnly(llama_config(model.config)).to(llama.embed_tokens.weight.dtype)
+    _copy_llama(ours, llama)
+    if isinstance(model, tf.LlamaForCausalLM) and not ours.head.tied:
+        _copy(ours.head.weight, model.lm_head.weight, "lm_head.weight")
+    return ours
 
 
 def _copy_conv1d(ours: nn.Linear, weight: torch.Tensor, bias: torch.Tensor, what: str) -> None:
@@ -139,13 +186,14 @@ def _copy_mlm_head(ours: EncoderOnly, predictions) -> None:
 
 
 def from_hf(model: nn.Module) -> DecoderOnly | EncoderOnly:
-    """Our model with the configuration and the weights of a Hugging Face GPT-2 or BERT ``model``.
+    """Our model with the configuration and the weights of a Hugging Face GPT-2, BERT or Llama ``model``.
 
     ``GPT2LMHeadModel`` -> :class:`~transformer.model.DecoderOnly` with the same logits; ``GPT2Model`` ->
     ``DecoderOnly`` whose :meth:`~transformer.model.DecoderOnly.hidden` equals ``last_hidden_state`` (after
     ``ln_f``). ``BertForMaskedLM`` -> :class:`~transformer.model.EncoderOnly` with the same logits; ``BertModel``
     -> ``EncoderOnly`` whose ``encode(ids, token_type_ids)`` equals ``last_hidden_state`` (its MLM head is left
-    as initialised, and BERT's pooler is not converted).
+    as initialised, and BERT's pooler is not converted). ``LlamaForCausalLM`` and ``LlamaModel`` -> ``DecoderOnly``
+    like GPT-2's (chapter 12), grouped-query configs included.
 
     Padding: Hugging Face takes an ``attention_mask``; ours hides the tokens equal to its ``pad_id``, which is
     ``config.pad_token_id`` (None for GPT-2: no padding mask). The outputs are equal when Hugging Face gets
@@ -171,6 +219,8 @@ def from_hf(model: nn.Module) -> DecoderOnly | EncoderOnly:
         _copy_bert(ours, bert)
         if isinstance(model, tf.BertForMaskedLM):
             _copy_mlm_head(ours, model.cls.predictions)
+    elif isinstance(model, (tf.LlamaForCausalLM, tf.LlamaModel)):
+        ours = _from_llama(model, tf)
     else:
         raise TypeError(f"model: expected a Hugging Face {', '.join(SUPPORTED)}, got {type(model).__name__}")
     return ours.train(model.training)

@@ -42,6 +42,17 @@ def _check_types(token_type_ids, ids: torch.Tensor, type_vocab_size: int) -> Non
                          f"got values in [{int(token_type_ids.min())}, {int(token_type_ids.max())}]")
 
 
+def _check_cache(cache, ids: torch.Tensor, n_layers: int) -> None:
+    """A :class:`~transformer.kv_cache.KVCache` with one layer per block, for the batch of ``ids``."""
+    layers = getattr(cache, "layers", None)
+    if not isinstance(layers, list) or len(layers) != n_layers:
+        raise TypeError(f"cache: expected a KVCache with {n_layers} layers (KVCache({n_layers})), "
+                        f"got {type(cache).__name__}")
+    if len(cache) and cache.layers[0].k.shape[0] != ids.shape[0]:
+        raise ValueError(f"ids: expected the cache's batch of {cache.layers[0].k.shape[0]} sequences, "
+                         f"got shape {shape_str(ids)}")
+
+
 class _Embed(nn.Module):
     """Token embedding (plus token types), plus an added positional encoding, an optional norm, then dropout."""
 
@@ -56,15 +67,17 @@ class _Embed(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.max_len, self.type_vocab_size = cfg.max_len, cfg.type_vocab_size
 
-    def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        if ids.shape[1] > self.max_len:
-            raise ValueError(f"ids: expected at most max_len={self.max_len} positions, got {ids.shape[1]}")
+    def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, offset: int = 0) -> torch.Tensor:
+        """``offset``: the position of the first of ``ids`` (the length of a key/value cache)."""
+        if offset + ids.shape[1] > self.max_len:
+            raise ValueError(f"ids: expected at most max_len={self.max_len} positions, got {offset + ids.shape[1]}")
         if token_type_ids is not None:
             _check_types(token_type_ids, ids, self.type_vocab_size)
         x = self.tokens(ids)  # (batch, seq) -> (batch, seq, d_model)
         if self.types is not None:  # no types given: every token is of type 0
             x = x + self.types(torch.zeros_like(ids) if token_type_ids is None else token_type_ids)
-        x = self.positions(x)
+        if not isinstance(self.positions, nn.Identity):
+            x = self.positions(x, offset)
         return self.drop(x if self.norm is None else self.norm(x))  # (batch, seq, d_model)
 
 
@@ -119,14 +132,22 @@ class DecoderOnly(nn.Module):
         self.causal_stack = Encoder(cfg)  # EncoderBlocks that the causal mask turns into a decoder
         self.head = head_for(cfg, self.embed.tokens)
 
-    def hidden(self, ids: torch.Tensor) -> torch.Tensor:
-        """``ids (batch, T)`` -> last hidden states ``(batch, T, d_model)``: after the final norm, before the head."""
-        _check_ids("ids", ids)
-        mask = causal_padding_mask(ids, self.cfg.pad_id)  # (batch, T, T)
-        return self.causal_stack(self.embed(ids), mask)
+    def hidden(self, ids: torch.Tensor, cache=None) -> torch.Tensor:
+        """``ids (batch, T)`` -> last hidden states ``(batch, T, d_model)``: after the final norm, before the head.
 
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.head(self.hidden(ids))  # (batch, T, vocab_size)
+        With a :class:`~transformer.kv_cache.KVCache` (chapter 12), ``ids`` are the positions that follow
+        those already in the cache; their keys and values are added to it.
+        """
+        _check_ids("ids", ids)
+        if cache is None:
+            return self.causal_stack(self.embed(ids), causal_padding_mask(ids, self.cfg.pad_id))  # mask (batch, T, T)
+        _check_cache(cache, ids, len(self.causal_stack.layers))
+        offset = len(cache)
+        mask = cache.self_mask(ids, self.cfg.pad_id)  # (batch, T, offset + T)
+        return self.causal_stack(self.embed(ids, offset=offset), mask, cache)
+
+    def forward(self, ids: torch.Tensor, cache=None) -> torch.Tensor:
+        return self.head(self.hidden(ids, cache))  # (batch, T, vocab_size)
 
 
 class EncoderOnly(nn.Module):

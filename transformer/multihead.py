@@ -33,6 +33,18 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     return x.view(batch, seq, n_heads, d_h).transpose(1, 2)  # (batch, heads, seq, d_h)
 
 
+def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """``(batch, n_kv_heads, seq, d_h) -> (batch, n_kv_heads * n_rep, seq, d_h)``, each key/value head repeated
+    ``n_rep`` times in a row, so that query heads ``g n_rep .. (g + 1) n_rep - 1`` share kv head ``g`` (chapter 12)."""
+    require_rank("x", x, (4,), "(batch, n_kv_heads, seq, d_h)")
+    require_positive_int("n_rep", n_rep)
+    if n_rep == 1:
+        return x
+    batch, n_kv, seq, d_h = x.shape
+    x = x[:, :, None].expand(batch, n_kv, n_rep, seq, d_h)  # (batch, n_kv_heads, n_rep, seq, d_h), a view
+    return x.reshape(batch, n_kv * n_rep, seq, d_h)  # (batch, n_kv_heads * n_rep, seq, d_h)
+
+
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """``(batch, heads, seq, d_h) -> (batch, seq, heads * d_h)``: concatenate the heads."""
     require_rank("x", x, (4,), "(batch, heads, seq, d_h)")
@@ -48,23 +60,35 @@ class MultiHeadAttention(nn.Module):
     ``mask`` is bool, True = may attend, broadcastable to ``(batch, T_q, T_k)``
     or ``(batch, heads, T_q, T_k)``. ``rope`` and ``relative_bias`` apply to
     self-attention only.
+
+    ``n_kv_heads`` (chapter 12; default ``n_heads``) gives the keys and values fewer heads than the
+    queries: grouped-query attention, each kv head shared by ``n_heads / n_kv_heads`` query heads
+    (:func:`repeat_kv`); ``n_kv_heads=1`` is multi-query attention. ``cache`` (one layer of a
+    :class:`~transformer.kv_cache.KVCache`) holds the keys and values of the positions already seen:
+    ``x`` is then only the new positions, and their keys and values are appended to it.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
                  rope: RotaryEmbedding | None = None, relative_bias: RelativePositionBias | None = None,
-                 fast: bool = False):
+                 fast: bool = False, n_kv_heads: int | None = None):
         super().__init__()
         require_positive_int("d_model", d_model)
         require_positive_int("n_heads", n_heads)
         self.d_h = require_divisible(d_model, n_heads)
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        require_positive_int("n_kv_heads", n_kv_heads)
+        if n_heads % n_kv_heads:
+            raise ValueError(f"n_kv_heads: expected a divisor of n_heads={n_heads} (each kv head serves a whole "
+                             f"group of query heads), got {n_kv_heads}")
         self.d_model, self.n_heads, self.dropout, self.fast = d_model, n_heads, dropout, fast
+        self.n_kv_heads, self.n_rep = n_kv_heads, n_heads // n_kv_heads
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
-        self.w_k = nn.Linear(d_model, d_model, bias=bias)
-        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_k = nn.Linear(d_model, n_kv_heads * self.d_h, bias=bias)
+        self.w_v = nn.Linear(d_model, n_kv_heads * self.d_h, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.rope, self.relative_bias = rope, relative_bias
 
-    def _check(self, x, memory, mask):
+    def _check(self, x, memory, mask, cache):
         require_float("x", x)
         require_rank("x", x, (3,), "(batch, T_q, d_model)")
         if x.shape[-1] != self.d_model:
@@ -76,7 +100,10 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError(
                     f"memory: expected (batch={x.shape[0]}, T_k, d_model={self.d_model}), got {shape_str(memory)}"
                 )
+            if cache is not None:
+                raise ValueError("cache: expected None for cross-attention (memory is given), got a cache")
         t_k = x.shape[1] if memory is None else memory.shape[1]
+        t_k += 0 if cache is None else cache.length
         if mask is not None:
             require_tensor("mask", mask)
             if mask.dim() == 4:
@@ -85,21 +112,18 @@ class MultiHeadAttention(nn.Module):
                 require_mask("mask", mask, (x.shape[0], x.shape[1], t_k), "(batch, T_q, T_k)")
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                return_weights: bool = False):
-        self._check(x, memory, mask)
-        source = x if memory is None else memory
-        if not (self.fast and memory is None):
-            q, k, v = self.w_q(x), self.w_k(source), self.w_v(source)
-        else:  # the fast path: the same three projections as one matrix product
-            q, k, v = self._fused_qkv(x)
-        q = split_heads(q, self.n_heads)  # (batch, T_q, d_model) -> (batch, heads, T_q, d_h)
-        k = split_heads(k, self.n_heads)  # (batch, T_k, d_model) -> (batch, heads, T_k, d_h)
-        v = split_heads(v, self.n_heads)  # (batch, T_k, d_model) -> (batch, heads, T_k, d_h)
-        bias = None
+                return_weights: bool = False, cache=None):
+        self._check(x, memory, mask, cache)
+        q, k, v = self._project(x, memory)  # (batch, heads, T_q, d_h), 2 x (batch, n_kv_heads, T_k, d_h)
+        offset = 0 if cache is None else cache.length  # the position of x's first row
         if memory is None and self.rope is not None:
-            q, k = self.rope(q), self.rope(k)
+            q, k = self.rope(q, offset), self.rope(k, offset)
+        if cache is not None:
+            k, v = cache.append(k, v)  # (batch, n_kv_heads, offset + T_q, d_h): the past and the new
+        bias = None
         if memory is None and self.relative_bias is not None:
-            bias = self.relative_bias(q.shape[2], k.shape[2])  # (heads, T_q, T_k)
+            bias = self.relative_bias(q.shape[2], k.shape[2], offset)  # (heads, T_q, T_k)
+        k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)  # (batch, heads, T_k, d_h)
         if mask is not None and mask.dim() == 3:
             mask = mask[:, None]  # (batch, 1, T_q, T_k): the same mask for every head
         result = scaled_dot_product_attention(
@@ -110,11 +134,25 @@ class MultiHeadAttention(nn.Module):
         out = self.w_o(merge_heads(out))  # (batch, T_q, d_model)
         return (out, weights) if return_weights else out
 
+    def _project(self, x: torch.Tensor, memory: torch.Tensor | None):
+        """Queries from ``x``, keys and values from ``memory`` (or ``x``), split into their heads."""
+        if self.fast and memory is None:  # the fast path: the same three projections as one matrix product
+            q, k, v = self._fused_qkv(x)
+        else:
+            source = x if memory is None else memory
+            q, k, v = self.w_q(x), self.w_k(source), self.w_v(source)
+        q = split_heads(q, self.n_heads)  # (batch, T_q, d_model) -> (batch, heads, T_q, d_h)
+        k = split_heads(k, self.n_kv_heads)  # (batch, T_k, n_kv_heads d_h) -> (batch, n_kv_heads, T_k, d_h)
+        v = split_heads(v, self.n_kv_heads)  # (batch, T_k, n_kv_heads d_h) -> (batch, n_kv_heads, T_k, d_h)
+        return q, k, v
+
     def _fused_qkv(self, x: torch.Tensor):
-        """``x W^Q, x W^K, x W^V`` from one product with the stacked ``(3 d_model, d_model)`` matrix."""
-        weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])  # (3 d_model, d_model)
+        """``x W^Q, x W^K, x W^V`` from one product with the stacked ``(d_model + 2 d_kv, d_model)`` matrix."""
+        weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])  # (d_model + 2 d_kv, d_model)
         bias = None if self.w_q.bias is None else torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
-        return F.linear(x, weight, bias).chunk(3, dim=-1)  # 3 x (batch, T, d_model)
+        d_kv = self.n_kv_heads * self.d_h
+        return F.linear(x, weight, bias).split([self.d_model, d_kv, d_kv], dim=-1)  # (batch, T, d_model), 2 x d_kv
 
     def extra_repr(self) -> str:
-        return f"d_model={self.d_model}, n_heads={self.n_heads}, d_h={self.d_h}, fast={self.fast}"
+        kv = "" if self.n_kv_heads == self.n_heads else f", n_kv_heads={self.n_kv_heads}"
+        return f"d_model={self.d_model}, n_heads={self.n_heads}{kv}, d_h={self.d_h}, fast={self.fast}"

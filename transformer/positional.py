@@ -80,10 +80,10 @@ def _check_length(name: str, seq: int, max_len: int) -> None:
         )
 
 
-def _check_added(x: torch.Tensor, max_len: int, d_model: int) -> None:
-    """An encoding added to ``x (batch, seq, d_model)`` needs a row for every position."""
+def _check_added(x: torch.Tensor, max_len: int, d_model: int, offset: int = 0) -> None:
+    """An encoding added to ``x (batch, seq, d_model)``, whose first row is at ``offset``, needs a row for each."""
     require_rank("x", x, (3,), "(batch, seq, d_model)")
-    _check_length("x", x.shape[1], max_len)
+    _check_length("x", offset + x.shape[1], max_len)
     if x.shape[2] != d_model:
         raise ValueError(f"x: expected d_model={d_model} in the last dimension, got shape {shape_str(x)}")
 
@@ -102,9 +102,9 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.register_buffer("table", sinusoidal_encoding(max_len, d_model, base), persistent=False)
         self.max_len, self.d_model = max_len, d_model
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _check_added(x, self.max_len, self.d_model)
-        return x + self.table[: x.shape[1]]
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        _check_added(x, self.max_len, self.d_model, offset)
+        return x + self.table[offset : offset + x.shape[1]]
 
 
 class LearnedPositionalEncoding(nn.Module):
@@ -122,9 +122,9 @@ class LearnedPositionalEncoding(nn.Module):
         self.weight = nn.Parameter(torch.randn(max_len, d_model) * 0.02)
         self.max_len, self.d_model = max_len, d_model
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        _check_added(x, self.max_len, self.d_model)
-        return x + self.weight[: x.shape[1]]
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        _check_added(x, self.max_len, self.d_model, offset)
+        return x + self.weight[offset : offset + x.shape[1]]
 
 
 class RelativePositionBias(nn.Module):
@@ -216,7 +216,7 @@ class RotaryEmbedding(nn.Module):
 
     @classmethod
     def from_config(cls, cfg) -> RotaryEmbedding:
-        return cls(cfg.d_head, cfg.max_len, pairs=cfg.rope_pairs)
+        return cls(cfg.d_head, cfg.max_len, base=float(cfg.rope_base), pairs=cfg.rope_pairs)
 
     def __init__(self, d_head: int, max_len: int = 512, base: float = 10000.0, pairs: str = "interleaved"):
         super().__init__()

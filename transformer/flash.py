@@ -1,0 +1,119 @@
+"""Attention in tiles with an online softmax (chapter 12).
+
+The teaching form of chapter 4 builds the whole ``T_q x T_k`` matrix of scores,
+then its softmax: memory that grows like ``T^2``. The softmax of a row can be
+computed in one pass instead, block by block of keys, keeping for every query
+only its running maximum ``m``, its running sum ``l`` of ``exp(s - m)`` and its
+running weighted sum of values (Milakov & Gimelshein, 2018). When a later block
+raises the maximum from ``m`` to ``m'``, what was summed so far is multiplied
+by ``exp(m - m')``, which rescales it as if ``m'`` had been used all along.
+Tiling the queries too, so that only one ``block x block`` tile of scores exists
+at a time, is FlashAttention's idea (Dao et al., 2022): memory grows like ``T``.
+
+The backward pass recomputes each tile from ``q``, ``k`` and the saved
+log-sum-exp of each row rather than storing the weights.
+
+Masks are boolean, ``True`` = may attend; a query row with no allowed key gets
+the zero vector and zero gradients, as in :func:`~transformer.attention.scaled_dot_product_attention`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ._validate import require_positive_int
+from .attention import _check_arguments
+
+NEG_INF = float("-inf")
+
+
+def _tiles(n: int, block: int):
+    """``slice(0, block), slice(block, 2 block), ...`` covering ``0 .. n``; the last may be shorter."""
+    return [slice(i, min(i + block, n)) for i in range(0, n, block)]
+
+
+def _scores(qi, kj, mask, rows, cols):
+    """One tile of scores ``(..., bq, bk)``, blocked keys at ``-inf``; ``qi`` is already scaled."""
+    s = qi @ kj.transpose(-2, -1)  # (..., bq, d_k) @ (..., d_k, bk) -> (..., bq, bk)
+    if mask is not None:
+        s.masked_fill_(~mask[..., rows, cols], NEG_INF)
+    return s
+
+
+def _forward(q, k, v, mask, scale: float, block: int):
+    """Output ``(..., T_q, d_v)`` and the log-sum-exp of every row of scores ``(..., T_q)`` (+inf if empty)."""
+    out = q.new_empty(*q.shape[:-1], v.shape[-1])  # (..., T_q, d_v)
+    lse = q.new_empty(q.shape[:-1])  # (..., T_q)
+    for rows in _tiles(q.shape[-2], block):
+        qi = q[..., rows, :] * scale  # (..., bq, d_k)
+        m = qi.new_full((*qi.shape[:-1], 1), NEG_INF)  # (..., bq, 1): the running maximum
+        total = qi.new_zeros((*qi.shape[:-1], 1))  # (..., bq, 1): the running sum of exp(s - m)
+        acc = qi.new_zeros((*qi.shape[:-1], v.shape[-1]))  # (..., bq, d_v): the running sum of exp(s - m) v
+        for cols in _tiles(k.shape[-2], block):
+            s = _scores(qi, k[..., cols, :], mask, rows, cols)  # (..., bq, bk)
+            m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # -inf while a row has had no allowed key
+            shift = m_new.masked_fill(m_new == NEG_INF, 0.0)  # ... and then any finite shift will do
+            p = s.sub_(shift).exp_()  # (..., bq, bk): exp(s - m'), 0 where blocked
+            rescale = torch.exp(m - shift)  # (..., bq, 1): what was summed with m now counts with m'
+            total = total * rescale + p.sum(dim=-1, keepdim=True)
+            acc = acc * rescale + p @ v[..., cols, :]  # (..., bq, bk) @ (..., bk, d_v) -> (..., bq, d_v)
+            m = m_new
+        empty = total == 0  # (..., bq, 1): rows with no allowed key; acc is 0 there
+        out[..., rows, :] = acc / total.masked_fill(empty, 1.0)
+        lse[..., rows] = (m + torch.log(total)).masked_fill(empty, math.inf).squeeze(-1)
+    return out, lse
+
+
+def _backward(q, k, v, mask, out, lse, d_out, scale: float, block: int):
+    """Gradients of ``q, k, v``, each tile's weights recomputed as ``exp(s - lse)``."""
+    dq, dk, dv = torch.zeros_like(q), torch.zeros_like(k), torch.zeros_like(v)
+    delta = (d_out * out).sum(dim=-1, keepdim=True)  # (..., T_q, 1): sum_j P_ij dP_ij, row by row
+    for rows in _tiles(q.shape[-2], block):
+        qi, d_oi = q[..., rows, :], d_out[..., rows, :]  # (..., bq, d_k), (..., bq, d_v)
+        lse_i = lse[..., rows, None]  # (..., bq, 1)
+        for cols in _tiles(k.shape[-2], block):
+            kj, vj = k[..., cols, :], v[..., cols, :]  # (..., bk, d_k), (..., bk, d_v)
+            p = _scores(qi * scale, kj, mask, rows, cols).sub_(lse_i).exp_()  # (..., bq, bk): the weights
+            dv[..., cols, :] += p.transpose(-2, -1) @ d_oi  # (..., bk, bq) @ (..., bq, d_v)
+            dp = d_oi @ vj.transpose(-2, -1)  # (..., bq, d_v) @ (..., d_v, bk) -> (..., bq, bk)
+            ds = p * (dp - delta[..., rows, :]) * scale  # the softmax's backward, times the scale
+            dq[..., rows, :] += ds @ kj  # (..., bq, bk) @ (..., bk, d_k)
+            dk[..., cols, :] += ds.transpose(-2, -1) @ qi  # (..., bk, bq) @ (..., bq, d_k)
+    return dq, dk, dv
+
+
+class _FlashAttention(torch.autograd.Function):
+    """The tiled forward; a backward that recomputes the tiles instead of storing the ``T_q x T_k`` weights."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask, scale, block):
+        out, lse = _forward(q, k, v, mask, scale, block)
+        ctx.save_for_backward(q, k, v, mask, out, lse)
+        ctx.scale, ctx.block = scale, block
+        return out
+
+    @staticmethod
+    def backward(ctx, d_out):
+        q, k, v, mask, out, lse = ctx.saved_tensors
+        dq, dk, dv = _backward(q, k, v, mask, out, lse, d_out.contiguous(), ctx.scale, ctx.block)
+        return dq, dk, dv, None, None, None
+
+
+def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, *,
+                    block_size: int = 256, scale: float | None = None) -> torch.Tensor:
+    """``softmax(q k^T / sqrt(d_k), masked) v``, computed ``block_size`` queries by ``block_size`` keys at a time.
+
+    Shapes as in :func:`~transformer.attention.scaled_dot_product_attention`: ``q (batch, [heads,] T_q, d_k)``,
+    ``k (batch, [heads,] T_k, d_k)``, ``v (batch, [heads,] T_k, d_v)``; ``mask`` bool, broadcastable to
+    ``(batch, [heads,] T_q, T_k)``, True = may attend. Returns ``(batch, [heads,] T_q, d_v)``, equal to it
+    (a row with no allowed key gives zeros), with gradients; no ``T_q x T_k`` matrix is ever held (chapter 12).
+    """
+    _check_arguments(q, k, v, mask, None)
+    require_positive_int("block_size", block_size)
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    if mask is not None:
+        mask = mask.expand(*q.shape[:-1], k.shape[-2])  # (..., T_q, T_k): a view, nothing is copied
+    return _FlashAttention.apply(q, k, v, mask, scale, block_size)

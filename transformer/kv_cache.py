@@ -1,0 +1,123 @@
+"""The key/value cache: generating without recomputing the past (chapter 12).
+
+A decoder-only model that generates one token at a time computes, at every
+step, the keys and values of every position so far, although those of the
+past positions have not changed: a causal mask lets no position see the
+future, so nothing a new token does alters them. :class:`KVCache` keeps them,
+layer by layer, as ``(batch, n_kv_heads, seq, d_head)`` tensors; each step
+then feeds only the new token, whose query attends to the stored keys and its
+own. The tokens are the same; the work per step no longer grows with the
+length (but attention's still does, and so does the cache: :func:`cache_bytes_per_token`).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._validate import require_positive_int, require_rank
+from .decoding import next_token
+
+
+class LayerCache:
+    """One layer's keys and values, ``(batch, n_kv_heads, seq, d_head)`` each (None before the first step)."""
+
+    def __init__(self):
+        self.k: torch.Tensor | None = None
+        self.v: torch.Tensor | None = None
+
+    @property
+    def length(self) -> int:
+        """How many positions are stored."""
+        return 0 if self.k is None else self.k.shape[-2]
+
+    def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Add the new positions' ``k, v (batch, n_kv_heads, T_new, d_head)``; return all of them."""
+        self.k = k if self.k is None else torch.cat([self.k, k], dim=-2)  # (batch, n_kv_heads, seq + T_new, d_head)
+        self.v = v if self.v is None else torch.cat([self.v, v], dim=-2)  # (batch, n_kv_heads, seq + T_new, d_head)
+        return self.k, self.v
+
+
+class KVCache:
+    """The keys and values of every layer of a decoder-only model, and which positions are real tokens.
+
+    ``cache.keys[i]``, ``cache.values[i]``: layer ``i``'s ``(batch, n_kv_heads, seq, d_head)``;
+    ``len(cache)``: ``seq``. Pass it to :meth:`~transformer.model.DecoderOnly.forward` (``cache=``),
+    which fills it; :func:`generate_cached` does so step by step.
+    """
+
+    def __init__(self, n_layers: int):
+        require_positive_int("n_layers", n_layers)
+        self.layers = [LayerCache() for _ in range(n_layers)]
+        self.real: torch.Tensor | None = None  # (batch, seq) bool: the positions that are not <pad>
+
+    def __len__(self) -> int:
+        return self.layers[0].length if self.layers else 0
+
+    @property
+    def keys(self) -> list[torch.Tensor | None]:
+        return [layer.k for layer in self.layers]
+
+    @property
+    def values(self) -> list[torch.Tensor | None]:
+        return [layer.v for layer in self.layers]
+
+    def nbytes(self) -> int:
+        """The bytes held by every stored key and value."""
+        return sum(t.numel() * t.element_size() for t in [*self.keys, *self.values] if t is not None)
+
+    def bytes_per_token(self) -> float:
+        """The bytes one position of one sequence costs: ``2 n_layers n_kv_heads d_head`` numbers."""
+        if len(self) == 0:
+            return 0.0
+        return self.nbytes() / (len(self) * self.layers[0].k.shape[0])
+
+    def self_mask(self, ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
+        """The new positions' mask ``(batch, T_new, seq + T_new)`` over the stored and new keys; records ``ids``.
+
+        Row ``r`` (position ``seq + r``) may attend to keys ``0 .. seq + r`` that are not ``<pad>``,
+        the rows of :func:`~transformer.masks.causal_padding_mask` for the whole sequence.
+        """
+        t_new, offset = ids.shape[1], len(self)
+        real = torch.ones_like(ids, dtype=torch.bool) if pad_id is None else ids != pad_id  # (batch, T_new)
+        self.real = real if self.real is None else torch.cat([self.real, real], dim=1)  # (batch, seq + T_new)
+        causal = torch.ones(t_new, offset + t_new, dtype=torch.bool, device=ids.device).tril(offset)
+        return causal & self.real[:, None, :]  # (T_new, seq + T_new) & (batch, 1, seq + T_new)
+
+
+def cache_bytes_per_token(cfg, dtype: torch.dtype = torch.float32) -> int:
+    """What one position costs in the cache of a :class:`~transformer.config.TransformerConfig`'s decoder:
+    a key and a value of ``kv_heads * d_head`` numbers in each layer. Grouped-query attention divides it by
+    ``n_heads / n_kv_heads``."""
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype: expected a floating-point torch.dtype (e.g. torch.float32), got {dtype!r}")
+    itemsize = torch.empty((), dtype=dtype).element_size()
+    return 2 * cfg.n_layers * cfg.kv_heads * cfg.d_head * itemsize
+
+
+@torch.no_grad()
+def generate_cached(model, prefix: torch.Tensor, max_new_tokens: int, eos_id: int | None = None,
+                    temperature: float = 0.0, generator: torch.Generator | None = None,
+                    top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
+    """:func:`~transformer.decoding.generate` for a :class:`~transformer.model.DecoderOnly`, with a :class:`KVCache`.
+
+    The prefix ``(batch, T)`` is read once; then each step feeds only the token just chosen. The tokens
+    (greedy, or sampled with the same ``generator``) are those of ``generate(model, prefix, ...)``.
+    """
+    stack = getattr(getattr(model, "causal_stack", None), "layers", None)
+    if stack is None:
+        raise TypeError(f"model: expected a DecoderOnly (a causal stack to cache), got {type(model).__name__}")
+    require_rank("prefix", prefix, (2,), "(batch, seq)")
+    cache = KVCache(len(stack))
+    ids, step_input = prefix, prefix
+    done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
+    for _ in range(max_new_tokens):
+        logits = model(step_input, cache=cache)[:, -1]  # (batch, vocab): the last position's
+        tok = next_token(logits, temperature, generator, top_k, top_p)  # (batch,)
+        if eos_id is not None:
+            tok = tok.masked_fill(done, eos_id)
+            done |= tok == eos_id
+        ids = torch.cat([ids, tok[:, None]], dim=1)  # (batch, T + 1)
+        step_input = tok[:, None]  # (batch, 1): the only new position
+        if eos_id is not None and bool(done.all()):
+            break
+    return ids

@@ -13,7 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._validate import require_rank, require_tensor, shape_str
+from ._validate import require_tensor, require_token_ids, shape_str
 from .blocks import Decoder, Encoder
 from .config import TransformerConfig
 from .embedding import TokenEmbedding
@@ -21,10 +21,6 @@ from .heads import head_for
 from .masks import causal_padding_mask, padding_mask
 from .norm import make_norm
 from .positional import positional_module
-
-
-def _check_ids(name: str, ids: torch.Tensor) -> None:
-    require_rank(name, ids, (2,), "(batch, seq)")
 
 
 def _check_types(token_type_ids, ids: torch.Tensor, type_vocab_size: int) -> None:
@@ -35,11 +31,7 @@ def _check_types(token_type_ids, ids: torch.Tensor, type_vocab_size: int) -> Non
     require_tensor("token_type_ids", token_type_ids)
     if token_type_ids.shape != ids.shape:
         raise ValueError(f"token_type_ids: expected the shape of ids {shape_str(ids)}, got {shape_str(token_type_ids)}")
-    if token_type_ids.dtype not in (torch.int64, torch.int32):
-        raise TypeError(f"token_type_ids: expected an integer tensor (torch.long), got dtype {token_type_ids.dtype}")
-    if token_type_ids.numel() and not 0 <= int(token_type_ids.min()) <= int(token_type_ids.max()) < type_vocab_size:
-        raise ValueError(f"token_type_ids: expected types in [0, {type_vocab_size - 1}], "
-                         f"got values in [{int(token_type_ids.min())}, {int(token_type_ids.max())}]")
+    require_token_ids("token_type_ids", token_type_ids, type_vocab_size, what="types")
 
 
 def _check_cache(cache, ids: torch.Tensor, n_layers: int) -> None:
@@ -101,13 +93,13 @@ class EncoderDecoder(nn.Module):
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``src (batch, T_e)`` -> memory ``(batch, T_e, d_model)`` and its padding mask ``(batch, 1, T_e)``."""
-        _check_ids("src", src)
+        require_token_ids("src", src, ranks=(2,))
         src_mask = padding_mask(src, self.cfg.pad_id)
         return self.encoder(self.src_embed(src), src_mask), src_mask
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """``tgt (batch, T_d)`` and memory -> logits ``(batch, T_d, vocab_size)``."""
-        _check_ids("tgt", tgt)
+        require_token_ids("tgt", tgt, ranks=(2,))
         self_mask = causal_padding_mask(tgt, self.cfg.pad_id)  # (batch, T_d, T_d)
         return self.head(self.decoder(self.tgt_embed(tgt), memory, self_mask, src_mask))
 
@@ -138,7 +130,7 @@ class DecoderOnly(nn.Module):
         With a :class:`~transformer.kv_cache.KVCache` (chapter 12), ``ids`` are the positions that follow
         those already in the cache; their keys and values are added to it.
         """
-        _check_ids("ids", ids)
+        require_token_ids("ids", ids, ranks=(2,))
         if cache is None:
             return self.causal_stack(self.embed(ids), causal_padding_mask(ids, self.cfg.pad_id))  # mask (batch, T, T)
         _check_cache(cache, ids, len(self.causal_stack.layers))
@@ -162,7 +154,7 @@ class EncoderOnly(nn.Module):
 
     def encode(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """``ids (batch, T)`` and their types (segments, with ``cfg.type_vocab_size``) -> ``(batch, T, d_model)``."""
-        _check_ids("ids", ids)
+        require_token_ids("ids", ids, ranks=(2,))
         return self.encoder(self.embed(ids, token_type_ids), padding_mask(ids, self.cfg.pad_id))
 
     def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:

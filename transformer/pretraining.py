@@ -25,19 +25,10 @@ from collections.abc import Sequence
 import torch
 import torch.nn.functional as F
 
-from ._validate import require_rank
+from ._validate import require_token_ids
 
 IGNORE_INDEX = -100
 MASK_SHARE, RANDOM_SHARE = 0.8, 0.1  # of the chosen tokens; the remaining 10% stay unchanged
-
-
-def _require_ids(ids, vocab_size: int) -> None:
-    require_rank("ids", ids, (2,), "(batch, seq)")
-    if ids.dtype not in (torch.int64, torch.int32):
-        raise TypeError(f"ids: expected an integer tensor (torch.long), got dtype {ids.dtype}")
-    if ids.numel() and not 0 <= int(ids.min()) <= int(ids.max()) < vocab_size:
-        raise ValueError(f"ids: expected token ids in [0, {vocab_size - 1}], "
-                         f"got values in [{int(ids.min())}, {int(ids.max())}]")
 
 
 def _require_settings(mask_id, vocab_size, p, special_ids) -> None:
@@ -71,7 +62,7 @@ def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, p: float = 0.1
     original id at the chosen positions and ``ignore_index`` elsewhere.
     """
     _require_settings(mask_id, vocab_size, p, special_ids)
-    _require_ids(ids, vocab_size)
+    require_token_ids("ids", ids, vocab_size, ranks=(2,))
     specials = [*special_ids, mask_id]
     ordinary = ordinary_ids(vocab_size, specials)
     if len(ordinary) == 0:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import torch
 
 from ._validate import require_rank, require_tensor
+from .modes import eval_mode
 from .sampling import sample_next
 
 
@@ -61,13 +62,11 @@ def greedy_decode(model, src: torch.Tensor, max_len: int, sos_id: int, eos_id: i
 def sample_decode(model, src: torch.Tensor, max_len: int, sos_id: int, eos_id: int, temperature: float = 1.0,
                   generator: torch.Generator | None = None) -> torch.Tensor:
     """Like :func:`greedy_decode`, but each token is drawn from ``softmax(logits / temperature)``."""
-    was_training = model.training
-    model.eval()
-    memory, src_mask = model.encode(src)
-    start = torch.full((src.shape[0], 1), sos_id, dtype=torch.long, device=src.device)
-    out = generate(lambda ids: model.decode(ids, memory, src_mask), start, max_len, eos_id, temperature, generator)
-    model.train(was_training)
-    return out
+    with eval_mode(model):
+        memory, src_mask = model.encode(src)
+        start = torch.full((src.shape[0], 1), sos_id, dtype=torch.long, device=src.device)
+        return generate(lambda ids: model.decode(ids, memory, src_mask), start, max_len, eos_id, temperature,
+                        generator)
 
 
 @torch.no_grad()
@@ -115,14 +114,12 @@ def beam_decode(model, src: torch.Tensor, beam_size: int, max_len: int, sos_id: 
     require_rank("src", src, (2,), "(1, seq)")
     if src.shape[0] != 1:
         raise ValueError(f"src: expected one sentence, shape (1, seq), got {tuple(src.shape)}")
-    was_training = model.training
-    model.eval()
-    memory, src_mask = model.encode(src)
+    with eval_mode(model):
+        memory, src_mask = model.encode(src)
 
-    def logits_fn(ids):                                  # ids (k, T): one encoding serves every beam
-        k = ids.shape[0]
-        return model.decode(ids, memory.expand(k, -1, -1), src_mask.expand(k, *src_mask.shape[1:]))
+        def logits_fn(ids):                              # ids (k, T): one encoding serves every beam
+            k = ids.shape[0]
+            return model.decode(ids, memory.expand(k, -1, -1), src_mask.expand(k, *src_mask.shape[1:]))
 
-    ids, _ = beam_search(logits_fn, [sos_id], beam_size, max_len, eos_id, alpha)
-    model.train(was_training)
+        ids, _ = beam_search(logits_fn, [sos_id], beam_size, max_len, eos_id, alpha)
     return ids

@@ -28,12 +28,12 @@ import time
 from contextlib import contextmanager
 
 import torch
-import torch.nn.functional as F
 
 from transformer.config import TransformerConfig
 from transformer.model import EncoderOnly
 from transformer.pretrained import INFO, MASK, SPECIALS, WEIGHTS, blank_loss, encode, grammar, tokenizer_for
 from transformer.pretrained.probes import find_heads
+from transformer.pretraining import masked_lm_loss
 
 SEED = 0
 STEPS = 2500
@@ -127,7 +127,7 @@ def train(steps: int = STEPS, seed: int = SEED, log_every: int = LOG_EVERY, vali
         for step in range(1, steps + 1):
             batch = ids[torch.randint(len(ids), (BATCH,), generator=gen)]  # (BATCH, longest)
             inputs, labels = corrupt(batch, gen, table, mask_id)
-            loss = F.cross_entropy(model(inputs).flatten(0, 1), labels.flatten())  # (BATCH * longest, vocab)
+            loss = masked_lm_loss(model, (inputs, labels))  # the package's loss: labels -100 where nothing is asked
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -137,7 +137,6 @@ def train(steps: int = STEPS, seed: int = SEED, log_every: int = LOG_EVERY, vali
                 point = {"step": step, "train_batch_loss": sum(running) / len(running)}
                 if validation:
                     point["validation_loss"] = blank_loss(model, tokenizer, val_set[:CURVE_SENTENCES])
-                    model.train()
                 curve.append(point)
                 running = []
         return model.eval(), tokenizer, curve

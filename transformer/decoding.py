@@ -21,10 +21,10 @@ def softmax_with_temperature(logits: torch.Tensor, temperature: float = 1.0) -> 
 
 def next_token(logits: torch.Tensor, temperature: float = 0.0, generator: torch.Generator | None = None,
                top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
-    """``(batch, vocab)`` logits -> ``(batch,)`` ids: argmax when ``temperature == 0``, else a sample from
-    ``softmax(logits / temperature)``, after the top-k and top-p filters of chapter 11 if they are given
-    (see :func:`transformer.sampling.sample_next`)."""
-    return sample_next(logits, temperature, top_k, top_p, generator)
+    """:func:`transformer.sampling.sample_next` with its arguments, greedy by default: ``(batch, vocab)``
+    logits -> ``(batch,)`` ids, the argmax when ``temperature == 0``, else a sample from
+    ``softmax(logits / temperature)`` after the top-k and top-p filters of chapter 11 if they are given."""
+    return sample_next(logits, temperature, generator, top_k, top_p)
 
 
 @torch.no_grad()

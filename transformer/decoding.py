@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
@@ -51,21 +52,35 @@ def generate(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: torch.Te
     return ids
 
 
-def greedy_decode(model, src: torch.Tensor, max_len: int, sos_id: int, eos_id: int) -> torch.Tensor:
+def _max_len_renamed(fn: Callable) -> Callable:
+    """``max_len=`` (its old name) gets an error that names ``max_new_tokens``: ``max_len`` is the config's
+    number of positions, not the number of tokens to add."""
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        if "max_len" in kwargs:
+            raise TypeError(f"{fn.__name__}: max_len is now called max_new_tokens (the number of tokens to add; "
+                            f"max_len is the config's number of positions), got max_len={kwargs['max_len']!r}")
+        return fn(*args, **kwargs)
+    return checked
+
+
+@_max_len_renamed
+def greedy_decode(model, src: torch.Tensor, max_new_tokens: int, sos_id: int, eos_id: int) -> torch.Tensor:
     """Translate with an :class:`~transformer.model.EncoderDecoder`: encode once, then argmax step by step.
 
-    Returns ``(batch, <= max_len + 1)`` ids starting with ``sos_id``.
+    Returns ``(batch, <= max_new_tokens + 1)`` ids starting with ``sos_id``.
     """
-    return sample_decode(model, src, max_len, sos_id, eos_id, temperature=0.0)
+    return sample_decode(model, src, max_new_tokens, sos_id, eos_id, temperature=0.0)
 
 
-def sample_decode(model, src: torch.Tensor, max_len: int, sos_id: int, eos_id: int, temperature: float = 1.0,
+@_max_len_renamed
+def sample_decode(model, src: torch.Tensor, max_new_tokens: int, sos_id: int, eos_id: int, temperature: float = 1.0,
                   generator: torch.Generator | None = None) -> torch.Tensor:
     """Like :func:`greedy_decode`, but each token is drawn from ``softmax(logits / temperature)``."""
     with eval_mode(model):
         memory, src_mask = model.encode(src)
         start = torch.full((src.shape[0], 1), sos_id, dtype=torch.long, device=src.device)
-        return generate(lambda ids: model.decode(ids, memory, src_mask), start, max_len, eos_id, temperature,
+        return generate(lambda ids: model.decode(ids, memory, src_mask), start, max_new_tokens, eos_id, temperature,
                         generator)
 
 
@@ -108,7 +123,8 @@ def beam_search(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: list[
     return max(pool, key=lambda h: h[1])
 
 
-def beam_decode(model, src: torch.Tensor, beam_size: int, max_len: int, sos_id: int, eos_id: int,
+@_max_len_renamed
+def beam_decode(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, sos_id: int, eos_id: int,
                 alpha: float = 1.0) -> list[int]:
     """Translate one sentence ``src (1, S)`` with an :class:`~transformer.model.EncoderDecoder` by beam search."""
     require_rank("src", src, (2,), "(1, seq)")
@@ -121,5 +137,5 @@ def beam_decode(model, src: torch.Tensor, beam_size: int, max_len: int, sos_id: 
             k = ids.shape[0]
             return model.decode(ids, memory.expand(k, -1, -1), src_mask.expand(k, *src_mask.shape[1:]))
 
-        ids, _ = beam_search(logits_fn, [sos_id], beam_size, max_len, eos_id, alpha)
+        ids, _ = beam_search(logits_fn, [sos_id], beam_size, max_new_tokens, eos_id, alpha)
     return ids

@@ -74,7 +74,11 @@ class DecoderBlock(nn.Module):
 
 
 class Encoder(nn.Module):
-    """A stack of :class:`EncoderBlock` (and a final norm for pre-norm models)."""
+    """A stack of self-attention blocks, :class:`EncoderBlock` (and a final norm for pre-norm models).
+
+    Chapter 6 builds it as the encoder; a decoder-only model uses the same stack under a causal mask,
+    and calls it by what it is, :data:`SelfAttentionStack`.
+    """
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
@@ -86,6 +90,9 @@ class Encoder(nn.Module):
         for i, layer in enumerate(self.layers):
             x = layer(x, mask, None if cache is None else cache.layers[i])
         return self.norm(x)
+
+
+SelfAttentionStack = Encoder  # the encoder of chapter 6 and, under a causal mask, GPT's decoder: the same class
 
 
 class Decoder(nn.Module):

@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from ._validate import require_tensor, require_token_ids, shape_str
-from .blocks import Decoder, Encoder
+from .blocks import Decoder, Encoder, SelfAttentionStack
 from .config import TransformerConfig
 from .embedding import TokenEmbedding
 from .heads import head_for
@@ -112,7 +112,7 @@ class DecoderOnly(nn.Module):
     """GPT-like: ``forward(ids (batch, T)) -> logits (batch, T, vocab_size)``, each position sees its past.
 
     ``causal_stack`` is the decoder of a decoder-only model: a decoder without
-    cross-attention is a stack of self-attention and feed-forward blocks, the
+    cross-attention is a :data:`~transformer.blocks.SelfAttentionStack`, the
     very :class:`~transformer.blocks.Encoder` of chapter 6; the causal mask it
     is called with makes each position see only its past.
     """
@@ -121,7 +121,7 @@ class DecoderOnly(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed = _Embed(cfg, cfg.vocab_size)
-        self.causal_stack = Encoder(cfg)  # EncoderBlocks that the causal mask turns into a decoder
+        self.causal_stack = SelfAttentionStack(cfg)  # EncoderBlocks that the causal mask turns into a decoder
         self.head = head_for(cfg, self.embed.tokens)
 
     def hidden(self, ids: torch.Tensor, cache=None) -> torch.Tensor:

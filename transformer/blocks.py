@@ -13,13 +13,13 @@ from .config import TransformerConfig
 from .feedforward import feed_forward_for
 from .multihead import MultiHeadAttention
 from .norm import make_norm
-from .positional import positional_module
+from .positional import ActsOn, positional_module
 
 
 def self_attention_for(cfg: TransformerConfig) -> MultiHeadAttention:
     """Self-attention with the positional scheme that acts inside attention, if any (RoPE or relative bias)."""
-    rope = positional_module(cfg, "queries and keys")
-    relative_bias = positional_module(cfg, "scores")
+    rope = positional_module(cfg, ActsOn.QUERIES_AND_KEYS)
+    relative_bias = positional_module(cfg, ActsOn.SCORES)
     return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, bias=cfg.linear_bias, rope=rope,
                               relative_bias=relative_bias, fast=cfg.fast, n_kv_heads=cfg.kv_heads)
 

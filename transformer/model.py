@@ -20,7 +20,7 @@ from .embedding import TokenEmbedding
 from .heads import head_for
 from .masks import causal_padding_mask, padding_mask
 from .norm import make_norm
-from .positional import positional_module
+from .positional import ActsOn, positional_module
 
 
 def _check_types(token_type_ids, ids: torch.Tensor, type_vocab_size: int) -> None:
@@ -51,7 +51,7 @@ class _Embed(nn.Module):
     def __init__(self, cfg: TransformerConfig, vocab_size: int):
         super().__init__()
         self.tokens = TokenEmbedding(vocab_size, cfg.d_model, scale=cfg.scale_embeddings)
-        added = positional_module(cfg, "embeddings")  # None when the scheme acts inside attention, or for NoPE
+        added = positional_module(cfg, ActsOn.EMBEDDINGS)  # None when the scheme acts inside attention, or for NoPE
         self.positions = nn.Identity() if added is None else added
         # BERT's segments (sentence A or B) and the norm after its embeddings; absent from the 2017 model
         self.types = TokenEmbedding(cfg.type_vocab_size, cfg.d_model, scale=False) if cfg.type_vocab_size else None

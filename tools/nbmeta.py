@@ -2,7 +2,7 @@
 
 An exercise notebook's cells carry ``metadata["nbgrader"]``: ``grade_id`` names the cell,
 ``solution`` marks an answer cell, ``grade`` a graded test cell, ``locked`` a cell the student
-may not change. These helpers read it from ``nbformat`` cells (or plain dicts of the same shape).
+may not change. The functions here read it from ``nbformat`` cells (or plain dicts of the same shape).
 """
 
 from __future__ import annotations

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-import torch.nn.functional as F
 
 from ._validate import require_token_ids
+from .train import sequence_loss
 
 IGNORE_INDEX = -100
 MASK_SHARE, RANDOM_SHARE = 0.8, 0.1  # of the chosen tokens; the remaining 10% stay unchanged
@@ -78,11 +78,12 @@ def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, p: float = 0.1
     return inputs, labels
 
 
-def masked_lm_loss(model, batch: tuple[torch.Tensor, torch.Tensor], ignore_index: int = IGNORE_INDEX) -> torch.Tensor:
+def masked_lm_loss(model, batch: tuple[torch.Tensor, torch.Tensor], ignore_index: int = IGNORE_INDEX,
+                   label_smoothing: float = 0.0) -> torch.Tensor:
     """Cross-entropy of an encoder-only ``model`` on ``batch = (inputs, labels)`` from :func:`mask_tokens`.
 
-    ``model(inputs) -> (batch, seq, vocab)``; only the chosen positions count.
+    ``model(inputs) -> (batch, seq, vocab)``; only the chosen positions count (labels other than
+    ``ignore_index``). The loss itself is :func:`transformer.train.sequence_loss`.
     """
     inputs, labels = batch
-    logits = model(inputs)  # (batch, seq, vocab)
-    return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=ignore_index)  # (batch * seq, vocab)
+    return sequence_loss(model(inputs), labels, ignore_index, label_smoothing)  # logits (batch, seq, vocab)

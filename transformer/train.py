@@ -74,7 +74,8 @@ def masked_token_loss(model, batch: tuple[torch.Tensor, torch.Tensor], pad_id: i
     """Loss of an encoder-only model on ``batch = (masked ids, labels)``, both ``(batch, T)``.
 
     ``labels`` hold ``pad_id`` everywhere except at the masked positions, so
-    only the blanks count (see :func:`transformer.data.mask_words`).
+    only the blanks count (see :func:`transformer.data.mask_words`): the loss of
+    :func:`transformer.pretraining.masked_lm_loss` with ``ignore_index=pad_id``.
     """
     masked, labels = batch
     return sequence_loss(model(masked), labels, pad_id, label_smoothing)

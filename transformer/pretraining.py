@@ -70,12 +70,19 @@ def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, p: float = 0.1
     allowed = ~torch.isin(ids, torch.tensor(specials, dtype=ids.dtype))  # (batch, seq)
     chosen = (torch.rand(ids.shape, generator=generator) < p) & allowed
     action = torch.rand(ids.shape, generator=generator)  # one more draw per position: which of the three
-    to_mask = chosen & (action < MASK_SHARE)
-    to_random = chosen & (action >= MASK_SHARE) & (action < MASK_SHARE + RANDOM_SHARE)
     random_ids = ordinary[torch.randint(len(ordinary), ids.shape, generator=generator)].to(ids.dtype)
-    inputs = torch.where(to_mask, torch.full_like(ids, mask_id), torch.where(to_random, random_ids, ids))
+    inputs = replace_chosen(ids, chosen, action, random_ids, mask_id)
     labels = torch.where(chosen, ids, torch.full_like(ids, ignore_index))
     return inputs, labels
+
+
+def replace_chosen(ids: torch.Tensor, chosen: torch.Tensor, action: torch.Tensor, random_ids: torch.Tensor,
+                   mask_id: int) -> torch.Tensor:
+    """The 80/10/10 rule on drawn numbers, all ``(batch, seq)``: a chosen token becomes ``mask_id`` where
+    ``action < 0.8``, ``random_ids`` where ``0.8 <= action < 0.9``, and stays otherwise."""
+    to_mask = chosen & (action < MASK_SHARE)
+    to_random = chosen & (action >= MASK_SHARE) & (action < MASK_SHARE + RANDOM_SHARE)
+    return torch.where(to_mask, torch.full_like(ids, mask_id), torch.where(to_random, random_ids, ids))
 
 
 def masked_lm_loss(model, batch: tuple[torch.Tensor, torch.Tensor], ignore_index: int = IGNORE_INDEX,

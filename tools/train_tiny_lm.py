@@ -30,6 +30,7 @@ from contextlib import contextmanager
 import torch
 
 from transformer.config import TransformerConfig
+from transformer.data import maskable
 from transformer.model import EncoderOnly
 from transformer.pretrained import INFO, MASK, SPECIALS, WEIGHTS, blank_loss, encode, grammar, tokenizer_for
 from transformer.pretrained.probes import find_heads
@@ -112,7 +113,7 @@ def corrupt(ids: torch.Tensor, gen: torch.Generator, table: torch.Tensor, mask_i
     The chosen words follow the package's 80/10/10 rule (``replace_chosen``); the numbers are drawn in
     this order: chosen words, agreement flips, the rule's two draws, neighbour swaps.
     """
-    words = ids >= n_specials  # (batch, T): special tokens are never hidden
+    words = maskable(ids, range(n_specials))  # (batch, T): special tokens are never hidden
     chosen = choose_words(ids, gen, words)
     flipped = flip_agreement(ids, gen, table)
     action = torch.rand(ids.shape, generator=gen)  # drawn before the swaps, applied after them

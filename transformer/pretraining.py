@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import torch
 
 from ._validate import require_token_ids
+from .data import maskable
 from .train import sequence_loss
 
 IGNORE_INDEX = -100
@@ -67,7 +68,7 @@ def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, p: float = 0.1
     ordinary = ordinary_ids(vocab_size, specials)
     if len(ordinary) == 0:
         raise ValueError(f"special_ids: expected some ordinary tokens left to choose, got all {vocab_size} special")
-    allowed = ~torch.isin(ids, torch.tensor(specials, dtype=ids.dtype))  # (batch, seq)
+    allowed = maskable(ids, specials)  # (batch, seq)
     chosen = (torch.rand(ids.shape, generator=generator) < p) & allowed
     action = torch.rand(ids.shape, generator=generator)  # one more draw per position: which of the three
     random_ids = ordinary[torch.randint(len(ordinary), ids.shape, generator=generator)].to(ids.dtype)

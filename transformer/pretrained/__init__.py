@@ -39,7 +39,7 @@ import torch
 import torch.nn.functional as F
 
 from ..config import TransformerConfig
-from ..data import pad_batch
+from ..data import maskable, pad_batch
 from ..model import DecoderOnly, EncoderOnly
 from ..modes import eval_mode
 from ..tokenization import SPECIAL_TOKENS, Vocabulary, WordTokenizer
@@ -101,7 +101,7 @@ def blanks(ids: torch.Tensor, mask_id: int, n_specials: int = len(SPECIALS)) -> 
     by ``mask_id``; ``labels`` holds the word there and ``-100`` (ignored) elsewhere.
     Words are the ids from ``n_specials`` on (the special tokens come first).
     """
-    rows, cols = torch.nonzero(ids >= n_specials, as_tuple=True)  # (n_words,) each
+    rows, cols = torch.nonzero(maskable(ids, range(n_specials)), as_tuple=True)  # (n_words,) each
     masked = ids[rows].clone()  # (n_words, T)
     labels = torch.full_like(masked, -100)
     here = torch.arange(len(rows))

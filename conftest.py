@@ -1,3 +1,4 @@
-"""The repository's pytest set-up for strict nbval: kernels that start reliably (see tools/nbval_kernels.py)."""
+"""The repository's pytest set-up for strict nbval: kernels that start reliably (the plugin tests/nbval_kernels.py,
+found through pyproject's ``pythonpath``)."""
 
-from tools.nbval_kernels import pytest_configure, pytest_unconfigure  # noqa: F401 - pytest's hooks
+pytest_plugins = ["nbval_kernels"]

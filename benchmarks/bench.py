@@ -28,12 +28,12 @@ import torch.nn.functional as F
 from torch import nn
 
 import transformer as T
+from tools.paths import ROOT
 from transformer.interop import copy_encoder_block, copy_multihead
 
 from .modern import attention_memory, bench_flash, bench_kv_cache
 from .project import bench_book, bench_capstone, bench_grading, bench_nbval
 
-ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "_build" / "bench"
 TARGETS = {"sdpa-teaching": ("ratio", 1.5), "mha-fast": ("ratio", 1.0), "encoder-layer": ("ratio", 1.0),
            "seq2seq-train-step": ("ratio", 1.0), "flash-attn-1-thread": ("ratio", 2.0),

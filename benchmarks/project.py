@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 
 import transformer as T
-
-ROOT = Path(__file__).resolve().parent.parent
+from tools import nbmeta
+from tools.paths import NOTEBOOKS, ROOT, notebook_path
 
 
 def timed(cmd: list[str], **kw) -> float:
@@ -33,7 +33,7 @@ def bench_book() -> dict:
 
 
 def bench_nbval() -> dict:
-    nbs = sorted(str(p) for p in (ROOT / "notebooks").glob("*.ipynb"))
+    nbs = sorted(str(p) for p in NOTEBOOKS.glob("*.ipynb"))
     s = timed([sys.executable, "-m", "pytest", "-q", "-n", "2", "--dist", "loadfile", "--nbval", "--nbval-current-env",
                "--nbval-sanitize-with", "tests/sanitize.cfg", "-p", "no:cacheprovider", *nbs])
     return {"name": "notebooks-nbval", "ours_s": s, "reference": "target 240 s", "reference_s": 240.0,
@@ -44,13 +44,10 @@ def submission(assignment: str, solved: bool):
     """The student notebook of ``assignment``, its answer cells filled with the solutions' (or left blank)."""
     import nbformat
 
-    nb = nbformat.read(ROOT / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
+    nb = nbformat.read(notebook_path("exercises", assignment), as_version=4)
     if solved:
-        source = nbformat.read(ROOT / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
-        answers = {c.metadata["nbgrader"]["grade_id"]: c.source for c in source.cells
-                   if c.metadata.get("nbgrader", {}).get("solution")}
-        for cell in nb.cells:
-            cell.source = answers.get(cell.metadata.get("nbgrader", {}).get("grade_id"), cell.source)
+        nb = nbmeta.with_answers(nb, nbmeta.solution_sources(nbformat.read(notebook_path("solutions", assignment),
+                                                                           as_version=4)))
     return nb
 
 

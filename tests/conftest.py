@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import os
 import subprocess
 import sys
@@ -12,11 +11,13 @@ import nbformat
 import pytest
 import torch
 
+from tools import nbmeta
+from tools.paths import ROOT, assignments, notebook_path  # noqa: F401 - ROOT and notebook_path: the tests' import
+
 # Two test workers share two cores: one thread each keeps the small models fast.
 torch.set_num_threads(1)
 
-ROOT = Path(__file__).resolve().parent.parent
-ASSIGNMENTS = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
+ASSIGNMENTS = assignments()
 
 
 def venv_env() -> dict[str, str]:
@@ -26,29 +27,15 @@ def venv_env() -> dict[str, str]:
     return env
 
 
-def notebook_path(kind: str, assignment: str) -> Path:
-    return ROOT / kind / assignment / f"{assignment}.ipynb"
-
-
 def solution_sources(assignment: str) -> dict[str, str]:
     """grade_id -> source of every solution cell in the instructor's notebook."""
-    nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
-    return {c.metadata["nbgrader"]["grade_id"]: c.source
-            for c in nb.cells if c.metadata.get("nbgrader", {}).get("solution")}
+    return nbmeta.solution_sources(nbformat.read(notebook_path("solutions", assignment), as_version=4))
 
 
 def make_submission(assignment: str, answers: dict[str, str] | None = None, solved: bool = True):
     """The student notebook with every answer cell solved (or left blank), then ``answers`` patched in."""
     nb = nbformat.read(notebook_path("exercises", assignment), as_version=4)
-    nb = copy.deepcopy(nb)
-    sources = solution_sources(assignment) if solved else {}
-    for cell in nb.cells:
-        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if gid in sources:
-            cell.source = sources[gid]
-        if answers and gid in answers:
-            cell.source = answers[gid]
-    return nb
+    return nbmeta.with_answers(nb, {**(solution_sources(assignment) if solved else {}), **(answers or {})})
 
 
 @pytest.fixture(scope="session")
@@ -84,10 +71,9 @@ def setup_source(release) -> str:
     """The locked code cells before the first answer, without IPython magics: the setup a student's kernel runs."""
     parts = []
     for cell in release.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution"):
+        if nbmeta.is_solution(cell):
             break
-        if cell.cell_type == "code" and meta.get("locked") and not meta.get("grade"):
+        if cell.cell_type == "code" and nbmeta.is_locked(cell) and not nbmeta.is_graded(cell):
             parts.append("\n".join(ln[: len(ln) - len(ln.lstrip())] + "pass" if ln.lstrip().startswith(("%", "!"))
                                     else ln for ln in cell.source.splitlines()))
     return "\n".join(parts)

@@ -11,7 +11,7 @@ from torch import nn
 
 from transformer import EncoderDecoder, TransformerConfig, count_parameters
 from transformer.data import Corpus
-from transformer.inspect import cross_attention_weights, recorded_attention
+from transformer.hooks import cross_attention_weights, recorded_attention
 from transformer.interop import copy_transformer
 from transformer.train import exact_match, fit, translate
 from transformer.viz.training import TranslationExplorer, translation_attention

@@ -15,6 +15,7 @@ from transformer.data import (
     allowed_fill_ins,
     allowed_next_words,
     mask_words,
+    maskable,
     pad_batch,
     split_pairs,
 )
@@ -215,3 +216,9 @@ def test_allowed_words_by_hand():
     assert allowed_fill_ins("Die Frau <mask> einen Apfel gegessen") == {"hat"}
     with pytest.raises(ValueError, match="exactly one"):
         allowed_fill_ins("Ich habe einen Apfel gegessen")
+
+
+def test_maskable_is_false_exactly_at_the_special_ids():
+    ids = torch.tensor([[1, 7, 8, 2, 0], [1, 9, 2, 0, 0]])
+    assert maskable(ids, (0, 1, 2)).int().tolist() == [[0, 1, 1, 0, 0], [0, 1, 0, 0, 0]]
+    assert maskable(ids, ()).all()

@@ -11,6 +11,8 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
+from tools.nbmeta import grade_id, is_graded, nbgrader
+
 from conftest import ASSIGNMENTS, ROOT, notebook_path, venv_env
 
 pytestmark = pytest.mark.slow
@@ -23,7 +25,7 @@ def run_notebook(nb, cwd):
 
 
 def grade_cells(nb):
-    return [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    return [c for c in nb.cells if is_graded(c)]
 
 
 def errors(cell):
@@ -54,7 +56,7 @@ def test_solutions_pass_their_own_tests(assignment):
     (``make test``) runs the solution notebooks again and requires these very outputs."""
     nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
     assert grade_cells(nb)
-    failed = [c.metadata.get("nbgrader", {}).get("grade_id", c.source[:40]) for c in nb.cells if errors(c)]
+    failed = [grade_id(c) or c.source[:40] for c in nb.cells if errors(c)]
     assert not failed, f"cells fail in the solutions notebook: {failed}"
     assert all("public checks passed" in "".join(o.get("text", "") for o in c.outputs) for c in grade_cells(nb))
 
@@ -71,7 +73,7 @@ def test_untouched_exercises_fail_every_graded_cell(tmp_path):
     run_notebook(combined, tmp_path)
     cells = grade_cells(combined)
     assert {c.metadata["assignment"] for c in cells} == set(ASSIGNMENTS)
-    passing = [f"{c.metadata['assignment']}: {c.metadata['nbgrader']['grade_id']}" for c in cells if not errors(c)]
+    passing = [f"{c.metadata['assignment']}: {grade_id(c)}" for c in cells if not errors(c)]
     assert not passing, f"graded cells pass without an answer: {passing}"
     assert not [c for c in combined.cells if c.source == "%reset -f" and errors(c)]
 
@@ -83,8 +85,8 @@ def test_assignment_structure(assignment):
     graded = grade_cells(sol)
     assert len(graded) >= 3, "at least three graded exercises"
     for cell in graded:
-        gid = cell.metadata["nbgrader"]["grade_id"]
-        assert cell.metadata["nbgrader"]["points"] > 0, gid
+        gid = grade_id(cell)
+        assert nbgrader(cell)["points"] > 0, gid
         assert re.search(r"\bcheck_\w+\(", cell.source), f"{gid}: no visible check"
         assert "HIDDEN TESTS" not in cell.source, f"{gid}: hidden tests live in grader/hidden/, not in the notebook"
     text = "\n".join(c.source for c in sol.cells if c.cell_type == "markdown")

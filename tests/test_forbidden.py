@@ -20,6 +20,7 @@ import torch
 
 from grader import forbidden
 from grader.kernel_side.forbidden_calls import recording
+from tools.nbmeta import grade_id, is_graded
 
 from conftest import ASSIGNMENTS, ROOT, make_submission, notebook_path, solution_sources, venv_env
 
@@ -67,8 +68,8 @@ def expand(name: str) -> str:
 def exercise_texts(assignment: str) -> dict[str, str]:
     """grade_id -> the markdown of its exercise (the ``exN_text`` cell before it, hints excluded)."""
     nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
-    ids = [c.metadata.get("nbgrader", {}).get("grade_id", "") for c in nb.cells]
-    graded = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    ids = [grade_id(c) or "" for c in nb.cells]
+    graded = [grade_id(c) for c in nb.cells if is_graded(c)]
     return {g: nb.cells[ids.index(g.split("_")[0] + "_text")].source for g in graded}
 
 
@@ -107,8 +108,7 @@ def test_no_exercise_forbids_anything_outside_its_line(assignment):
     for cell in nb.cells:
         if cell.cell_type == "markdown":
             prose = LINE.sub("", cell.source)
-            assert not STRAY.search(prose), (cell.metadata.get("nbgrader", {}).get("grade_id"),
-                                             STRAY.search(prose).group(0))
+            assert not STRAY.search(prose), (grade_id(cell), STRAY.search(prose).group(0))
 
 
 def test_the_prose_check_can_fail():
@@ -123,7 +123,7 @@ def test_the_prose_check_can_fail():
 
 def found(answers: dict[str, str], added: list[str] = (), assignment: str = A) -> list[forbidden.Finding]:
     nb = make_submission(assignment, answers)
-    at = next(i for i, c in enumerate(nb.cells) if c.metadata.get("nbgrader", {}).get("grade_id") == "ex1_answer")
+    at = next(i for i, c in enumerate(nb.cells) if grade_id(c) == "ex1_answer")
     nb.cells[at + 1:at + 1] = [nbformat.v4.new_code_cell(src) for src in added]
     return forbidden.findings(nb, assignment)
 

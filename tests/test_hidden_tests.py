@@ -21,6 +21,7 @@ from grader import hidden
 from grader.kernel_side import plain, probes
 from grader.replies import read_reply
 from grader.verdicts import judge_replies, problem_of
+from tools.nbmeta import grade_id, is_graded, is_solution
 from transformer import checks
 
 from bank import CHECKS, KEEPS_INPUTS, RIGHT, WRONG
@@ -44,18 +45,16 @@ def graded_by(assignment: str) -> dict[str, str]:
     nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
     out, pending = {}, None
     for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and cell.cell_type == "code":
-            pending = meta["grade_id"]
-        elif meta.get("grade") and pending:
-            out[pending], pending = meta["grade_id"], None
+        if is_solution(cell) and cell.cell_type == "code":
+            pending = grade_id(cell)
+        elif is_graded(cell) and pending:
+            out[pending], pending = grade_id(cell), None
     return out
 
 
 def answers(assignment: str) -> list[tuple[str, str]]:
     nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
-    return [(c.metadata["nbgrader"]["grade_id"], c.source) for c in nb.cells
-            if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"]
+    return [(grade_id(c), c.source) for c in nb.cells if is_solution(c) and c.cell_type == "code"]
 
 
 def namespace(assignment: str, cell: str, answer: str) -> dict:
@@ -283,7 +282,7 @@ def test_every_grade_cell_has_hidden_tests():
     import conftest
     for assignment in conftest.ASSIGNMENTS:
         nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
-        graded = [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+        graded = [grade_id(c) for c in nb.cells if is_graded(c)]
         module = hidden.module_for(assignment)
         assert module.GRADED == graded, assignment
         assert module.ASSIGNMENT == assignment

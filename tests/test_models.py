@@ -350,16 +350,16 @@ def test_greedy_decode_starts_with_sos_and_stops_at_eos():
     sos, eos = 1, 2
     model = ScriptedTranslator([[5, 2, 7, 7, 7, 7], [5, 6, 7, 2, 9, 9]])
     model.train()
-    out = greedy_decode(model, torch.ones(2, 3, dtype=torch.long), max_len=10, sos_id=sos, eos_id=eos)
+    out = greedy_decode(model, torch.ones(2, 3, dtype=torch.long), max_new_tokens=10, sos_id=sos, eos_id=eos)
     # row 0 finishes after two tokens and is padded with eos; row 1 finishes after four; then the loop stops
     assert out.tolist() == [[1, 5, 2, 2, 2], [1, 5, 6, 7, 2]]
     assert model.decode_lengths == [1, 2, 3, 4]
     assert model.training  # the mode is restored
 
 
-def test_greedy_decode_respects_max_len():
+def test_greedy_decode_respects_max_new_tokens():
     model = ScriptedTranslator([[5, 6, 7, 8, 9, 5, 6, 7]])
-    out = greedy_decode(model, torch.ones(1, 3, dtype=torch.long), max_len=3, sos_id=1, eos_id=2)
+    out = greedy_decode(model, torch.ones(1, 3, dtype=torch.long), max_new_tokens=3, sos_id=1, eos_id=2)
     assert out.tolist() == [[1, 5, 6, 7]]
 
 
@@ -367,7 +367,7 @@ def test_greedy_decode_of_a_real_model_is_the_argmax_loop():
     torch.manual_seed(0)
     model = EncoderDecoder(config()).eval()
     src = ids(2, 6, seed=8)
-    out = greedy_decode(model, src, max_len=5, sos_id=1, eos_id=2)
+    out = greedy_decode(model, src, max_new_tokens=5, sos_id=1, eos_id=2)
     assert out[:, 0].tolist() == [1, 1] and out.shape[1] <= 6
     # the loop written out by hand, one full forward pass per step
     ys = torch.ones(2, 1, dtype=torch.long)
@@ -432,7 +432,7 @@ def test_train_step_learns_to_copy():
     assert last < 0.2
     # the trained model copies a fresh sequence
     src = torch.randint(3, vocab, (16, length), generator=g)
-    out = greedy_decode(model, src, max_len=length + 1, sos_id=1, eos_id=2)
+    out = greedy_decode(model, src, max_new_tokens=length + 1, sos_id=1, eos_id=2)
     assert (out[:, 1:length + 1] == src).float().mean() > 0.9
 
 

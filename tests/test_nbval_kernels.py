@@ -1,5 +1,5 @@
 """nbval's kernels start over unix sockets, with their stderr kept: a kernel that dies at start-up is
-started once more, and a second death names what the kernel printed (tools/nbval_kernels.py)."""
+started once more, and a second death names what the kernel printed (tests/nbval_kernels.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tools import nbval_kernels
+import nbval_kernels
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The tiny trained model of transformer.pretrained: its files, its losses, and what it learned.
 
 Everything is measured again here on the committed weights, through forward hooks
-(transformer.inspect), on sentences regenerated from the grammar; nothing is trained
+(transformer.hooks), on sentences regenerated from the grammar; nothing is trained
 except a few steps for the determinism check. The thresholds are set below what
 the model shows (see the report in tiny_lm.json) and well above chance.
 """
@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from transformer import DecoderOnly, EncoderOnly
-from transformer.inspect import attention_weights
+from transformer.hooks import attention_weights
 from transformer.pretrained import INFO, MASK, WEIGHTS, blank_loss, encode, grammar, info, tiny_lm
 
 LECTURE_TIRED, LECTURE_WIDE = grammar.LECTURE_SENTENCES

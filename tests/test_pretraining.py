@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from transformer import EncoderOnly, TransformerConfig
-from transformer.pretraining import IGNORE_INDEX, mask_tokens, masked_lm_loss, ordinary_ids
+from transformer.pretraining import IGNORE_INDEX, mask_tokens, masked_lm_loss, ordinary_ids, replace_chosen
 
 PAD, CLS, SEP, MASK = 0, 1, 2, 3
 SPECIAL = [PAD, CLS, SEP]
@@ -132,3 +132,12 @@ def test_invalid_arguments_name_what_was_expected():
         mask_tokens(ids, MASK, VOCAB, special_ids=0)
     with pytest.raises(ValueError, match=r"ids: expected 2 dimensions \(batch, seq\)"):
         mask_tokens(ids[0], MASK, VOCAB)
+
+
+def test_replace_chosen_is_the_80_10_10_rule_on_given_draws():
+    """Written out by hand: a chosen token with action 0.1 is masked, 0.85 random, 0.95 kept; unchosen stay."""
+    ids = torch.tensor([[10, 11, 12, 13, 14]])
+    chosen = torch.tensor([[True, True, True, False, False]])
+    action = torch.tensor([[0.1, 0.85, 0.95, 0.1, 0.85]])
+    random_ids = torch.tensor([[20, 21, 22, 23, 24]])
+    assert replace_chosen(ids, chosen, action, random_ids, mask_id=3).tolist() == [[3, 21, 12, 13, 14]]

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer import Encoder, EncoderBlock, TransformerConfig
-from transformer.inspect import residual_stream
+from transformer.hooks import residual_stream
 from transformer.interop import copy_encoder_block, copy_layer_norm
 from transformer.viz.norm import NormExplorer, signed_bars
 

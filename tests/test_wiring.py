@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import ast
 
-from book._ext.architecture import import_graph, layers
+from tools.imports import import_graph, layers
+from tools.paths import PACKAGE, ROOT
 
-from conftest import ROOT
-
-PACKAGE = ROOT / "transformer"
 CODE = ("transformer", "grader", "tools", "benchmarks")
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 50
 
@@ -55,11 +53,11 @@ def test_the_architecture_page_draws_the_layers_of_the_lectures():
     row = {m: i for i, r in enumerate(rows) for m in r}
     assert {"tokenization", "embedding", "positional", "feedforward", "masks"} <= set(rows[0])
     assert row["masks"] < row["attention"] < row["multihead"] < row["blocks"] < row["model"]
-    assert row["blocks"] < row["inspect"]
+    assert row["blocks"] < row["hooks"]
     assert "_validate" not in row and not any(m.startswith(("viz", "checks")) for m in row)
     for m, deps in edges.items():  # every line goes down; viz and checks, drawn on top, only import the core
         assert all(row[d] < row.get(m, len(rows)) for d in deps), (m, deps)
-    assert {"inspect", "train"} <= edges["viz"] and "model" in edges["checks"]
+    assert {"hooks", "train"} <= edges["viz"] and "model" in edges["checks"]
 
 
 def test_no_module_or_function_is_too_long():

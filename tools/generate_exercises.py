@@ -3,7 +3,7 @@
     python -m tools.generate_exercises [ASSIGNMENT ...] [--release-dir DIR]
 
 Has nbgrader generate each named assignment (default: every folder in solutions/) with a
-throwaway gradebook, in this process (``grader.gradebook.make_api``). The output is byte-identical
+throwaway gradebook, in this process (``tools.nbgrader_api.make_api``). The output is byte-identical
 from run to run, so ``git diff --exit-code exercises/`` proves that the committed exercises are in
 sync with their sources.
 """
@@ -15,15 +15,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-from grader.gradebook import make_api
-
-ROOT = Path(__file__).resolve().parent.parent
+from tools.nbgrader_api import make_api
+from tools.paths import EXERCISES
+from tools.paths import assignments as all_assignments
 
 
 def generate(assignments: list[str] | None = None, release_dir: Path | None = None) -> list[str]:
-    assignments = assignments or sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
+    assignments = assignments or all_assignments()
     with tempfile.TemporaryDirectory() as tmp:
-        api, _ = make_api(Path(tmp), release=(release_dir or ROOT / "exercises").resolve())
+        api, _ = make_api(Path(tmp), release=(release_dir or EXERCISES).resolve())
         for a in assignments:
             result = api.generate_assignment(a, force=True, create=True)
             if not result["success"]:

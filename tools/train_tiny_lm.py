@@ -28,12 +28,13 @@ import time
 from contextlib import contextmanager
 
 import torch
-import torch.nn.functional as F
 
 from transformer.config import TransformerConfig
+from transformer.data import maskable
 from transformer.model import EncoderOnly
 from transformer.pretrained import INFO, MASK, SPECIALS, WEIGHTS, blank_loss, encode, grammar, tokenizer_for
 from transformer.pretrained.probes import find_heads
+from transformer.pretraining import IGNORE_INDEX, masked_lm_loss, replace_chosen
 
 SEED = 0
 STEPS = 2500
@@ -93,20 +94,34 @@ def swap_neighbours(ids: torch.Tensor, gen: torch.Generator, words: torch.Tensor
     return inputs, swapped
 
 
+def choose_words(ids: torch.Tensor, gen: torch.Generator, words: torch.Tensor) -> torch.Tensor:
+    """A share ``MASK_RATE`` of the words, and at least one a row: ``(batch, T)`` bool."""
+    draw = torch.rand(ids.shape, generator=gen).masked_fill(~words, 2.0)  # (batch, T)
+    return (draw < MASK_RATE) | (draw == draw.min(dim=1, keepdim=True).values)
+
+
+def flip_agreement(ids: torch.Tensor, gen: torch.Generator, table: torch.Tensor) -> torch.Tensor:
+    """In a share ``SWAP_RATE`` of the rows every agreeing word is shown in the other number (it -> they)."""
+    switch = (torch.rand(ids.shape[0], 1, generator=gen) < SWAP_RATE) & (table[ids] != ids)  # (batch, T)
+    return torch.where(switch, table[ids], ids)
+
+
 def corrupt(ids: torch.Tensor, gen: torch.Generator, table: torch.Tensor, mask_id: int,
             n_specials: int = len(SPECIALS)) -> tuple[torch.Tensor, torch.Tensor]:
-    """``ids (batch, T)`` -> ``(inputs, labels)``, both ``(batch, T)``; labels ``-100`` where nothing is asked."""
-    words = ids >= n_specials  # (batch, T): special tokens are never hidden
-    draw = torch.rand(ids.shape, generator=gen).masked_fill(~words, 2.0)  # (batch, T)
-    chosen = (draw < MASK_RATE) | (draw == draw.min(dim=1, keepdim=True).values)  # at least one word a row
-    switch = (torch.rand(ids.shape[0], 1, generator=gen) < SWAP_RATE) & (table[ids] != ids)  # (batch, T)
-    how = torch.rand(ids.shape, generator=gen)
-    randoms = torch.randint(n_specials, len(table), ids.shape, generator=gen)
-    inputs, swapped = swap_neighbours(torch.where(switch, table[ids], ids), gen, words)
-    inputs = torch.where(chosen & (how < 0.8), torch.full_like(ids, mask_id), inputs)
-    inputs = torch.where(chosen & (how >= 0.8) & (how < 0.9), randoms, inputs)
+    """``ids (batch, T)`` -> ``(inputs, labels)``, both ``(batch, T)``; labels ``-100`` where nothing is asked.
+
+    The chosen words follow the package's 80/10/10 rule (``replace_chosen``); the numbers are drawn in
+    this order: chosen words, agreement flips, the rule's two draws, neighbour swaps.
+    """
+    words = maskable(ids, range(n_specials))  # (batch, T): special tokens are never hidden
+    chosen = choose_words(ids, gen, words)
+    flipped = flip_agreement(ids, gen, table)
+    action = torch.rand(ids.shape, generator=gen)  # drawn before the swaps, applied after them
+    randoms = torch.randint(n_specials, len(table), ids.shape, generator=gen)  # a random word (never special)
+    inputs, swapped = swap_neighbours(flipped, gen, words)
+    inputs = replace_chosen(inputs, chosen, action, randoms, mask_id)
     asked = chosen | swapped | (table[ids] != ids)  # the agreeing words are always asked for
-    labels = torch.where(asked, ids, torch.full_like(ids, -100))
+    labels = torch.where(asked, ids, torch.full_like(ids, IGNORE_INDEX))
     return inputs, labels
 
 
@@ -127,7 +142,7 @@ def train(steps: int = STEPS, seed: int = SEED, log_every: int = LOG_EVERY, vali
         for step in range(1, steps + 1):
             batch = ids[torch.randint(len(ids), (BATCH,), generator=gen)]  # (BATCH, longest)
             inputs, labels = corrupt(batch, gen, table, mask_id)
-            loss = F.cross_entropy(model(inputs).flatten(0, 1), labels.flatten())  # (BATCH * longest, vocab)
+            loss = masked_lm_loss(model, (inputs, labels))  # the package's loss: labels -100 where nothing is asked
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -137,7 +152,6 @@ def train(steps: int = STEPS, seed: int = SEED, log_every: int = LOG_EVERY, vali
                 point = {"step": step, "train_batch_loss": sum(running) / len(running)}
                 if validation:
                     point["validation_loss"] = blank_loss(model, tokenizer, val_set[:CURVE_SENTENCES])
-                    model.train()
                 curve.append(point)
                 running = []
         return model.eval(), tokenizer, curve

@@ -22,7 +22,7 @@ chapter            module
                    (``repeat_kv``), :mod:`transformer.feedforward` (SwiGLU), :mod:`transformer.hf` (Llama)
 =================  ===========================================================
 
-Looking inside a model: :mod:`transformer.inspect` (forward hooks). The tiny model
+Looking inside a model: :mod:`transformer.hooks` (forward hooks). The tiny model
 trained once for the chapters: :mod:`transformer.pretrained`. Pictures and explorers:
 :mod:`transformer.viz`; the exercises' checks: :mod:`transformer.checks`.
 """

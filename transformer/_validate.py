@@ -37,12 +37,23 @@ def require_rank(name: str, x, ranks: tuple[int, ...], layout: str) -> torch.Ten
     return x
 
 
-def require_size(name: str, x: torch.Tensor, dim: int, size: int, what: str) -> None:
-    if x.shape[dim] != size:
-        raise ValueError(
-            f"{name}: expected size {size} in dimension {dim} ({what}), "
-            f"got {x.shape[dim]} (shape {shape_str(x)})"
-        )
+TOKEN_ID_DTYPES = (torch.int64, torch.int32)  # what indexing an embedding matrix accepts
+
+
+def require_token_ids(name: str, ids, vocab_size: int | None = None, ranks: tuple[int, ...] | None = None,
+                      layout: str = "(batch, seq)", what: str = "token ids") -> torch.Tensor:
+    """The one check of token ids (and token types): an int64 or int32 tensor, with a number of dimensions
+    in ``ranks`` (if given, spelled by ``layout``), every value in ``[0, vocab_size)`` (if given)."""
+    if ranks is None:
+        require_tensor(name, ids)
+    else:
+        require_rank(name, ids, ranks, layout)
+    if ids.dtype not in TOKEN_ID_DTYPES:
+        raise TypeError(f"{name}: expected an integer tensor of {what} (torch.long), got dtype {ids.dtype}")
+    if vocab_size is not None and ids.numel() and not 0 <= int(ids.min()) <= int(ids.max()) < vocab_size:
+        raise ValueError(f"{name}: expected {what} in [0, {vocab_size - 1}], "
+                         f"got values in [{int(ids.min())}, {int(ids.max())}]")
+    return ids
 
 
 def require_positive_int(name: str, value) -> int:

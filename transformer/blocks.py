@@ -13,13 +13,13 @@ from .config import TransformerConfig
 from .feedforward import feed_forward_for
 from .multihead import MultiHeadAttention
 from .norm import make_norm
-from .positional import positional_module
+from .positional import ActsOn, positional_module
 
 
 def self_attention_for(cfg: TransformerConfig) -> MultiHeadAttention:
     """Self-attention with the positional scheme that acts inside attention, if any (RoPE or relative bias)."""
-    rope = positional_module(cfg, "queries and keys")
-    relative_bias = positional_module(cfg, "scores")
+    rope = positional_module(cfg, ActsOn.QUERIES_AND_KEYS)
+    relative_bias = positional_module(cfg, ActsOn.SCORES)
     return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, bias=cfg.linear_bias, rope=rope,
                               relative_bias=relative_bias, fast=cfg.fast, n_kv_heads=cfg.kv_heads)
 
@@ -74,7 +74,11 @@ class DecoderBlock(nn.Module):
 
 
 class Encoder(nn.Module):
-    """A stack of :class:`EncoderBlock` (and a final norm for pre-norm models)."""
+    """A stack of self-attention blocks, :class:`EncoderBlock` (and a final norm for pre-norm models).
+
+    Chapter 6 builds it as the encoder; a decoder-only model uses the same stack under a causal mask,
+    and calls it by what it is, :data:`SelfAttentionStack`.
+    """
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
@@ -86,6 +90,9 @@ class Encoder(nn.Module):
         for i, layer in enumerate(self.layers):
             x = layer(x, mask, None if cache is None else cache.layers[i])
         return self.norm(x)
+
+
+SelfAttentionStack = Encoder  # the encoder of chapter 6 and, under a causal mask, GPT's decoder: the same class
 
 
 class Decoder(nn.Module):

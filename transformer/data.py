@@ -253,6 +253,12 @@ class Corpus:
             yield pad_batch([src[i] for i in rows], self.pad_id), pad_batch([tgt[i] for i in rows], self.pad_id)
 
 
+def maskable(ids: torch.Tensor, special_ids: Sequence[int]) -> torch.Tensor:
+    """The positions a masking step may hide: ``ids (batch, T)`` -> ``(batch, T)`` bool, False at every
+    id of ``special_ids`` (padding, ``<sos>``, ``<mask>``, ...). Every masking step of the package uses it."""
+    return ~torch.isin(ids, torch.tensor(list(special_ids), dtype=ids.dtype))  # (batch, T)
+
+
 def mask_words(ids: torch.Tensor, mask_id: int, generator: torch.Generator, pad_id: int = 0,
                keep: Sequence[int] = ()) -> tuple[torch.Tensor, torch.Tensor]:
     """Hide one word per row, for fill-in-the-blank training of an encoder-only model (chapters 10 and 11).
@@ -262,9 +268,7 @@ def mask_words(ids: torch.Tensor, mask_id: int, generator: torch.Generator, pad_
     ``keep`` (e.g. ``<sos>``, ``<eos>``), is replaced by ``mask_id``; ``labels``
     holds the hidden word there and ``pad_id`` everywhere else.
     """
-    allowed = ids != pad_id  # (batch, T)
-    for k in keep:
-        allowed &= ids != k
+    allowed = maskable(ids, (pad_id, *keep))  # (batch, T)
     if not bool(allowed.any(dim=1).all()):
         raise ValueError("ids: expected every row to have at least one word that may be masked")
     scores = torch.rand(ids.shape, generator=generator).masked_fill(~allowed, -1.0)  # (batch, T)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
 
 from ._validate import require_rank, require_tensor
+from .modes import eval_mode
 from .sampling import sample_next
 
 
@@ -20,10 +22,10 @@ def softmax_with_temperature(logits: torch.Tensor, temperature: float = 1.0) -> 
 
 def next_token(logits: torch.Tensor, temperature: float = 0.0, generator: torch.Generator | None = None,
                top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
-    """``(batch, vocab)`` logits -> ``(batch,)`` ids: argmax when ``temperature == 0``, else a sample from
-    ``softmax(logits / temperature)``, after the top-k and top-p filters of chapter 11 if they are given
-    (see :func:`transformer.sampling.sample_next`)."""
-    return sample_next(logits, temperature, top_k, top_p, generator)
+    """:func:`transformer.sampling.sample_next` with its arguments, greedy by default: ``(batch, vocab)``
+    logits -> ``(batch,)`` ids, the argmax when ``temperature == 0``, else a sample from
+    ``softmax(logits / temperature)`` after the top-k and top-p filters of chapter 11 if they are given."""
+    return sample_next(logits, temperature, generator, top_k, top_p)
 
 
 @torch.no_grad()
@@ -50,24 +52,36 @@ def generate(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: torch.Te
     return ids
 
 
-def greedy_decode(model, src: torch.Tensor, max_len: int, sos_id: int, eos_id: int) -> torch.Tensor:
+def _max_len_renamed(fn: Callable) -> Callable:
+    """``max_len=`` (its old name) gets an error that names ``max_new_tokens``: ``max_len`` is the config's
+    number of positions, not the number of tokens to add."""
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        if "max_len" in kwargs:
+            raise TypeError(f"{fn.__name__}: max_len is now called max_new_tokens (the number of tokens to add; "
+                            f"max_len is the config's number of positions), got max_len={kwargs['max_len']!r}")
+        return fn(*args, **kwargs)
+    return checked
+
+
+@_max_len_renamed
+def greedy_decode(model, src: torch.Tensor, max_new_tokens: int, sos_id: int, eos_id: int) -> torch.Tensor:
     """Translate with an :class:`~transformer.model.EncoderDecoder`: encode once, then argmax step by step.
 
-    Returns ``(batch, <= max_len + 1)`` ids starting with ``sos_id``.
+    Returns ``(batch, <= max_new_tokens + 1)`` ids starting with ``sos_id``.
     """
-    return sample_decode(model, src, max_len, sos_id, eos_id, temperature=0.0)
+    return sample_decode(model, src, max_new_tokens, sos_id, eos_id, temperature=0.0)
 
 
-def sample_decode(model, src: torch.Tensor, max_len: int, sos_id: int, eos_id: int, temperature: float = 1.0,
+@_max_len_renamed
+def sample_decode(model, src: torch.Tensor, max_new_tokens: int, sos_id: int, eos_id: int, temperature: float = 1.0,
                   generator: torch.Generator | None = None) -> torch.Tensor:
     """Like :func:`greedy_decode`, but each token is drawn from ``softmax(logits / temperature)``."""
-    was_training = model.training
-    model.eval()
-    memory, src_mask = model.encode(src)
-    start = torch.full((src.shape[0], 1), sos_id, dtype=torch.long, device=src.device)
-    out = generate(lambda ids: model.decode(ids, memory, src_mask), start, max_len, eos_id, temperature, generator)
-    model.train(was_training)
-    return out
+    with eval_mode(model):
+        memory, src_mask = model.encode(src)
+        start = torch.full((src.shape[0], 1), sos_id, dtype=torch.long, device=src.device)
+        return generate(lambda ids: model.decode(ids, memory, src_mask), start, max_new_tokens, eos_id, temperature,
+                        generator)
 
 
 @torch.no_grad()
@@ -109,20 +123,19 @@ def beam_search(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: list[
     return max(pool, key=lambda h: h[1])
 
 
-def beam_decode(model, src: torch.Tensor, beam_size: int, max_len: int, sos_id: int, eos_id: int,
+@_max_len_renamed
+def beam_decode(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, sos_id: int, eos_id: int,
                 alpha: float = 1.0) -> list[int]:
     """Translate one sentence ``src (1, S)`` with an :class:`~transformer.model.EncoderDecoder` by beam search."""
     require_rank("src", src, (2,), "(1, seq)")
     if src.shape[0] != 1:
         raise ValueError(f"src: expected one sentence, shape (1, seq), got {tuple(src.shape)}")
-    was_training = model.training
-    model.eval()
-    memory, src_mask = model.encode(src)
+    with eval_mode(model):
+        memory, src_mask = model.encode(src)
 
-    def logits_fn(ids):                                  # ids (k, T): one encoding serves every beam
-        k = ids.shape[0]
-        return model.decode(ids, memory.expand(k, -1, -1), src_mask.expand(k, *src_mask.shape[1:]))
+        def logits_fn(ids):                              # ids (k, T): one encoding serves every beam
+            k = ids.shape[0]
+            return model.decode(ids, memory.expand(k, -1, -1), src_mask.expand(k, *src_mask.shape[1:]))
 
-    ids, _ = beam_search(logits_fn, [sos_id], beam_size, max_len, eos_id, alpha)
-    model.train(was_training)
+        ids, _ = beam_search(logits_fn, [sos_id], beam_size, max_new_tokens, eos_id, alpha)
     return ids

@@ -16,7 +16,7 @@ import math
 import torch
 from torch import nn
 
-from ._validate import require_float, require_positive_int, require_tensor
+from ._validate import require_float, require_positive_int, require_token_ids
 
 
 def rms(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -39,14 +39,7 @@ class TokenEmbedding(nn.Module):
         self.vocab_size, self.d_model, self.scale = vocab_size, d_model, scale
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        require_tensor("ids", ids)
-        if ids.dtype not in (torch.int64, torch.int32):
-            raise TypeError(f"ids: expected an integer tensor (torch.long), got dtype {ids.dtype}")
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.vocab_size):
-            raise ValueError(
-                f"ids: expected token ids in [0, {self.vocab_size - 1}], "
-                f"got values in [{int(ids.min())}, {int(ids.max())}]"
-            )
+        require_token_ids("ids", ids, self.vocab_size)
         x = self.weight[ids]  # (batch, seq) -> (batch, seq, d_model)
         return x * math.sqrt(self.d_model) if self.scale else x
 

@@ -23,6 +23,7 @@ import torch
 
 from ._validate import require_positive_int
 from .data import ADJECTIVES, EXAMPLE_SENTENCE, OBJECT_NOUNS, PRONOUNS, all_pairs
+from .modes import eval_mode
 from .train import translation_loss
 
 # Adjective-noun pairs held out of training together; each word still appears in training with others.
@@ -142,10 +143,7 @@ class ValidationLoss:
     def __call__(self, step: int, loss: float) -> None:
         if step % self.every:
             return
-        was_training = self.model.training
-        self.model.eval()
-        with torch.no_grad():
+        with eval_mode(self.model):
             value = translation_loss(self.model, self.batch, self.pad_id, self.label_smoothing).item()
-        self.model.train(was_training)
         self.steps.append(step)
         self.losses.append(value)

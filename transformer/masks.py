@@ -16,7 +16,7 @@ import operator
 
 import torch
 
-from ._validate import require_float, require_mask, require_positive_int, require_rank, require_tensor, shape_str
+from ._validate import require_float, require_mask, require_positive_int, require_tensor, require_token_ids, shape_str
 
 
 def causal_mask(seq_len: int, device=None) -> torch.Tensor:
@@ -29,10 +29,8 @@ def causal_mask(seq_len: int, device=None) -> torch.Tensor:
     return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()
 
 
-def _check_ids(ids, pad_id) -> None:
-    require_rank("ids", ids, (2,), "(batch, seq)")
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(f"ids: expected an integer tensor of token ids (torch.long), got dtype {ids.dtype}")
+def _check_ids_and_pad(ids, pad_id) -> None:
+    require_token_ids("ids", ids, ranks=(2,))
     if pad_id is None:
         return  # no padding: every token is real
     try:
@@ -50,7 +48,7 @@ def padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     The middle 1 broadcasts over the queries, so every query skips the padding.
     ``pad_id=None`` means there is no padding: every key is allowed.
     """
-    _check_ids(ids, pad_id)
+    _check_ids_and_pad(ids, pad_id)
     if pad_id is None:
         return torch.ones_like(ids, dtype=torch.bool)[:, None, :]  # (batch, 1, seq)
     return (ids != pad_id)[:, None, :]  # (batch, 1, seq)
@@ -63,7 +61,7 @@ def causal_padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     and it is a real token: ``causal_mask(seq) & padding_mask(ids, pad_id)``
     (with ``pad_id=None``, the causal mask for every sequence).
     """
-    _check_ids(ids, pad_id)
+    _check_ids_and_pad(ids, pad_id)
     # (seq, seq) & (batch, 1, seq) -> (batch, seq, seq)
     return causal_mask(ids.shape[1], ids.device) & padding_mask(ids, pad_id)
 
@@ -95,7 +93,7 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     if mask is None:
         return scores.softmax(dim=-1)
     require_mask("mask", mask, tuple(scores.shape), "scores (..., T_q, T_k)")
-    empty = ~mask.any(dim=-1, keepdim=True)  # (..., T_q, 1): the query rows with no allowed key
+    empty = fully_masked_rows(mask)[..., None]  # (..., T_q) -> (..., T_q, 1): the query rows with no allowed key
     if not bool(empty.any()):
         return scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)  # -inf, then e^-inf = 0
     # An empty row's softmax would be 0/0 = NaN. Let it see every key (finite values and gradients), then zero it.

@@ -13,18 +13,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._validate import require_rank, require_tensor, shape_str
-from .blocks import Decoder, Encoder
+from ._validate import require_tensor, require_token_ids, shape_str
+from .blocks import Decoder, Encoder, SelfAttentionStack
 from .config import TransformerConfig
 from .embedding import TokenEmbedding
 from .heads import head_for
 from .masks import causal_padding_mask, padding_mask
 from .norm import make_norm
-from .positional import positional_module
-
-
-def _check_ids(name: str, ids: torch.Tensor) -> None:
-    require_rank(name, ids, (2,), "(batch, seq)")
+from .positional import ActsOn, positional_module
 
 
 def _check_types(token_type_ids, ids: torch.Tensor, type_vocab_size: int) -> None:
@@ -35,11 +31,7 @@ def _check_types(token_type_ids, ids: torch.Tensor, type_vocab_size: int) -> Non
     require_tensor("token_type_ids", token_type_ids)
     if token_type_ids.shape != ids.shape:
         raise ValueError(f"token_type_ids: expected the shape of ids {shape_str(ids)}, got {shape_str(token_type_ids)}")
-    if token_type_ids.dtype not in (torch.int64, torch.int32):
-        raise TypeError(f"token_type_ids: expected an integer tensor (torch.long), got dtype {token_type_ids.dtype}")
-    if token_type_ids.numel() and not 0 <= int(token_type_ids.min()) <= int(token_type_ids.max()) < type_vocab_size:
-        raise ValueError(f"token_type_ids: expected types in [0, {type_vocab_size - 1}], "
-                         f"got values in [{int(token_type_ids.min())}, {int(token_type_ids.max())}]")
+    require_token_ids("token_type_ids", token_type_ids, type_vocab_size, what="types")
 
 
 def _check_cache(cache, ids: torch.Tensor, n_layers: int) -> None:
@@ -59,7 +51,7 @@ class _Embed(nn.Module):
     def __init__(self, cfg: TransformerConfig, vocab_size: int):
         super().__init__()
         self.tokens = TokenEmbedding(vocab_size, cfg.d_model, scale=cfg.scale_embeddings)
-        added = positional_module(cfg, "embeddings")  # None when the scheme acts inside attention, or for NoPE
+        added = positional_module(cfg, ActsOn.EMBEDDINGS)  # None when the scheme acts inside attention, or for NoPE
         self.positions = nn.Identity() if added is None else added
         # BERT's segments (sentence A or B) and the norm after its embeddings; absent from the 2017 model
         self.types = TokenEmbedding(cfg.type_vocab_size, cfg.d_model, scale=False) if cfg.type_vocab_size else None
@@ -101,13 +93,13 @@ class EncoderDecoder(nn.Module):
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``src (batch, T_e)`` -> memory ``(batch, T_e, d_model)`` and its padding mask ``(batch, 1, T_e)``."""
-        _check_ids("src", src)
+        require_token_ids("src", src, ranks=(2,))
         src_mask = padding_mask(src, self.cfg.pad_id)
         return self.encoder(self.src_embed(src), src_mask), src_mask
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """``tgt (batch, T_d)`` and memory -> logits ``(batch, T_d, vocab_size)``."""
-        _check_ids("tgt", tgt)
+        require_token_ids("tgt", tgt, ranks=(2,))
         self_mask = causal_padding_mask(tgt, self.cfg.pad_id)  # (batch, T_d, T_d)
         return self.head(self.decoder(self.tgt_embed(tgt), memory, self_mask, src_mask))
 
@@ -120,7 +112,7 @@ class DecoderOnly(nn.Module):
     """GPT-like: ``forward(ids (batch, T)) -> logits (batch, T, vocab_size)``, each position sees its past.
 
     ``causal_stack`` is the decoder of a decoder-only model: a decoder without
-    cross-attention is a stack of self-attention and feed-forward blocks, the
+    cross-attention is a :data:`~transformer.blocks.SelfAttentionStack`, the
     very :class:`~transformer.blocks.Encoder` of chapter 6; the causal mask it
     is called with makes each position see only its past.
     """
@@ -129,7 +121,7 @@ class DecoderOnly(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.embed = _Embed(cfg, cfg.vocab_size)
-        self.causal_stack = Encoder(cfg)  # EncoderBlocks that the causal mask turns into a decoder
+        self.causal_stack = SelfAttentionStack(cfg)  # EncoderBlocks that the causal mask turns into a decoder
         self.head = head_for(cfg, self.embed.tokens)
 
     def hidden(self, ids: torch.Tensor, cache=None) -> torch.Tensor:
@@ -138,7 +130,7 @@ class DecoderOnly(nn.Module):
         With a :class:`~transformer.kv_cache.KVCache` (chapter 12), ``ids`` are the positions that follow
         those already in the cache; their keys and values are added to it.
         """
-        _check_ids("ids", ids)
+        require_token_ids("ids", ids, ranks=(2,))
         if cache is None:
             return self.causal_stack(self.embed(ids), causal_padding_mask(ids, self.cfg.pad_id))  # mask (batch, T, T)
         _check_cache(cache, ids, len(self.causal_stack.layers))
@@ -162,7 +154,7 @@ class EncoderOnly(nn.Module):
 
     def encode(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """``ids (batch, T)`` and their types (segments, with ``cfg.type_vocab_size``) -> ``(batch, T, d_model)``."""
-        _check_ids("ids", ids)
+        require_token_ids("ids", ids, ranks=(2,))
         return self.encoder(self.embed(ids, token_type_ids), padding_mask(ids, self.cfg.pad_id))
 
     def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:

@@ -10,13 +10,14 @@ order are taught here:
 - ``none``: nothing at all (NoPE); only a causal mask can then break the symmetry.
 
 :data:`POSITIONAL_SCHEMES` maps each name to the module that carries it; every
-module says where it acts (``acts_on``) and how a :class:`~transformer.config.TransformerConfig`
+module says where it acts (``acts_on``, an :class:`ActsOn`) and how a :class:`~transformer.config.TransformerConfig`
 builds it (``from_config``). The rest of the package asks :func:`positional_module`
 and never looks at the name itself.
 """
 
 from __future__ import annotations
 
+from enum import Enum
 from typing import ClassVar
 
 import torch
@@ -24,9 +25,16 @@ from torch import nn
 
 from ._validate import require_choice, require_positive_int, require_rank, require_tensor, shape_str
 
-# Where a scheme acts: added to the embeddings before the first block, rotating the queries and keys of every
-# self-attention, or added as a bias to every self-attention score.
-ACTS_ON = ("embeddings", "queries and keys", "scores")
+
+class ActsOn(str, Enum):
+    """Where a positional scheme acts (each module's ``acts_on``)."""
+
+    EMBEDDINGS = "embeddings"  # added to the token embeddings before the first block
+    QUERIES_AND_KEYS = "queries and keys"  # rotates the queries and keys of every self-attention
+    SCORES = "scores"  # a bias added to every self-attention score
+
+
+ACTS_ON = tuple(a.value for a in ActsOn)  # the same, as the strings that name them
 
 
 def _frequencies(d_model: int, base: float) -> torch.Tensor:
@@ -91,7 +99,7 @@ def _check_added(x: torch.Tensor, max_len: int, d_model: int, offset: int = 0) -
 class SinusoidalPositionalEncoding(nn.Module):
     """Adds the fixed table: ``(batch, seq, d_model) -> (batch, seq, d_model)``."""
 
-    acts_on: ClassVar[str] = "embeddings"
+    acts_on: ClassVar[ActsOn] = ActsOn.EMBEDDINGS
 
     @classmethod
     def from_config(cls, cfg) -> SinusoidalPositionalEncoding:
@@ -110,7 +118,7 @@ class SinusoidalPositionalEncoding(nn.Module):
 class LearnedPositionalEncoding(nn.Module):
     """One trained vector per absolute position, added: ``(batch, seq, d_model)`` in and out."""
 
-    acts_on: ClassVar[str] = "embeddings"
+    acts_on: ClassVar[ActsOn] = ActsOn.EMBEDDINGS
 
     @classmethod
     def from_config(cls, cfg) -> LearnedPositionalEncoding:
@@ -134,7 +142,7 @@ class RelativePositionBias(nn.Module):
     ``forward(T_q, T_k)`` returns the bias of shape ``(heads, T_q, T_k)``.
     """
 
-    acts_on: ClassVar[str] = "scores"
+    acts_on: ClassVar[ActsOn] = ActsOn.SCORES
 
     @classmethod
     def from_config(cls, cfg) -> RelativePositionBias:
@@ -212,7 +220,7 @@ class RotaryEmbedding(nn.Module):
     (the paper, the default) or ``"half"`` (Llama; ``TransformerConfig(rope_pairs="half")``).
     """
 
-    acts_on: ClassVar[str] = "queries and keys"
+    acts_on: ClassVar[ActsOn] = ActsOn.QUERIES_AND_KEYS
 
     @classmethod
     def from_config(cls, cfg) -> RotaryEmbedding:
@@ -270,11 +278,11 @@ def check_positional(cfg) -> None:
         raise ValueError(f"d_model: expected an even d_h = d_model / n_heads for RoPE, got d_h={cfg.d_head}")
 
 
-def positional_module(cfg, acts_on: str) -> nn.Module | None:
-    """The module of the scheme ``cfg.positional`` if it acts on ``acts_on`` (one of :data:`ACTS_ON`), else None.
+def positional_module(cfg, acts_on: ActsOn) -> nn.Module | None:
+    """The module of the scheme ``cfg.positional`` if it acts on ``acts_on`` (an :class:`ActsOn`), else None.
 
-    ``positional_module(cfg, "embeddings")`` is what a model adds to its token embeddings;
-    ``"queries and keys"`` and ``"scores"`` are what each self-attention layer gets.
+    ``positional_module(cfg, ActsOn.EMBEDDINGS)`` is what a model adds to its token embeddings;
+    ``ActsOn.QUERIES_AND_KEYS`` and ``ActsOn.SCORES`` are what each self-attention layer gets.
     """
     require_choice("acts_on", acts_on, ACTS_ON)
     check_positional(cfg)

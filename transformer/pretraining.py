@@ -23,21 +23,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-import torch.nn.functional as F
 
-from ._validate import require_rank
+from ._validate import require_token_ids
+from .data import maskable
+from .train import sequence_loss
 
 IGNORE_INDEX = -100
 MASK_SHARE, RANDOM_SHARE = 0.8, 0.1  # of the chosen tokens; the remaining 10% stay unchanged
-
-
-def _require_ids(ids, vocab_size: int) -> None:
-    require_rank("ids", ids, (2,), "(batch, seq)")
-    if ids.dtype not in (torch.int64, torch.int32):
-        raise TypeError(f"ids: expected an integer tensor (torch.long), got dtype {ids.dtype}")
-    if ids.numel() and not 0 <= int(ids.min()) <= int(ids.max()) < vocab_size:
-        raise ValueError(f"ids: expected token ids in [0, {vocab_size - 1}], "
-                         f"got values in [{int(ids.min())}, {int(ids.max())}]")
 
 
 def _require_settings(mask_id, vocab_size, p, special_ids) -> None:
@@ -71,27 +63,35 @@ def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, p: float = 0.1
     original id at the chosen positions and ``ignore_index`` elsewhere.
     """
     _require_settings(mask_id, vocab_size, p, special_ids)
-    _require_ids(ids, vocab_size)
+    require_token_ids("ids", ids, vocab_size, ranks=(2,))
     specials = [*special_ids, mask_id]
     ordinary = ordinary_ids(vocab_size, specials)
     if len(ordinary) == 0:
         raise ValueError(f"special_ids: expected some ordinary tokens left to choose, got all {vocab_size} special")
-    allowed = ~torch.isin(ids, torch.tensor(specials, dtype=ids.dtype))  # (batch, seq)
+    allowed = maskable(ids, specials)  # (batch, seq)
     chosen = (torch.rand(ids.shape, generator=generator) < p) & allowed
     action = torch.rand(ids.shape, generator=generator)  # one more draw per position: which of the three
-    to_mask = chosen & (action < MASK_SHARE)
-    to_random = chosen & (action >= MASK_SHARE) & (action < MASK_SHARE + RANDOM_SHARE)
     random_ids = ordinary[torch.randint(len(ordinary), ids.shape, generator=generator)].to(ids.dtype)
-    inputs = torch.where(to_mask, torch.full_like(ids, mask_id), torch.where(to_random, random_ids, ids))
+    inputs = replace_chosen(ids, chosen, action, random_ids, mask_id)
     labels = torch.where(chosen, ids, torch.full_like(ids, ignore_index))
     return inputs, labels
 
 
-def masked_lm_loss(model, batch: tuple[torch.Tensor, torch.Tensor], ignore_index: int = IGNORE_INDEX) -> torch.Tensor:
+def replace_chosen(ids: torch.Tensor, chosen: torch.Tensor, action: torch.Tensor, random_ids: torch.Tensor,
+                   mask_id: int) -> torch.Tensor:
+    """The 80/10/10 rule on drawn numbers, all ``(batch, seq)``: a chosen token becomes ``mask_id`` where
+    ``action < 0.8``, ``random_ids`` where ``0.8 <= action < 0.9``, and stays otherwise."""
+    to_mask = chosen & (action < MASK_SHARE)
+    to_random = chosen & (action >= MASK_SHARE) & (action < MASK_SHARE + RANDOM_SHARE)
+    return torch.where(to_mask, torch.full_like(ids, mask_id), torch.where(to_random, random_ids, ids))
+
+
+def masked_lm_loss(model, batch: tuple[torch.Tensor, torch.Tensor], ignore_index: int = IGNORE_INDEX,
+                   label_smoothing: float = 0.0) -> torch.Tensor:
     """Cross-entropy of an encoder-only ``model`` on ``batch = (inputs, labels)`` from :func:`mask_tokens`.
 
-    ``model(inputs) -> (batch, seq, vocab)``; only the chosen positions count.
+    ``model(inputs) -> (batch, seq, vocab)``; only the chosen positions count (labels other than
+    ``ignore_index``). The loss itself is :func:`transformer.train.sequence_loss`.
     """
     inputs, labels = batch
-    logits = model(inputs)  # (batch, seq, vocab)
-    return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=ignore_index)  # (batch * seq, vocab)
+    return sequence_loss(model(inputs), labels, ignore_index, label_smoothing)  # logits (batch, seq, vocab)

@@ -103,11 +103,12 @@ def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k:
     return z.softmax(dim=-1)
 
 
-def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
-                top_p: float | None = None, generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_next(logits: torch.Tensor, temperature: float = 1.0, generator: torch.Generator | None = None,
+                top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
     """``logits (batch, vocab)`` -> ``(batch,)`` ids drawn from :func:`sampling_distribution`.
 
-    ``temperature = 0`` is greedy decoding: the argmax, whatever the filters.
+    ``temperature = 0`` is greedy decoding: the argmax, whatever the filters. Chapter 9's
+    :func:`~transformer.decoding.next_token` is this function, greedy unless told otherwise.
     """
     require_rank("logits", logits, (2,), "(batch, vocab)")
     if temperature == 0:

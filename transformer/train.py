@@ -74,7 +74,8 @@ def masked_token_loss(model, batch: tuple[torch.Tensor, torch.Tensor], pad_id: i
     """Loss of an encoder-only model on ``batch = (masked ids, labels)``, both ``(batch, T)``.
 
     ``labels`` hold ``pad_id`` everywhere except at the masked positions, so
-    only the blanks count (see :func:`transformer.data.mask_words`).
+    only the blanks count (see :func:`transformer.data.mask_words`): the loss of
+    :func:`transformer.pretraining.masked_lm_loss` with ``ignore_index=pad_id``.
     """
     masked, labels = batch
     return sequence_loss(model(masked), labels, pad_id, label_smoothing)
@@ -145,7 +146,7 @@ def fit(model, batches: Iterator, steps: int, loss_fn: Callable | None = None, l
 
 
 @torch.no_grad()
-def translate(model, corpus, sentences: Sequence[str], max_len: int = 12, beam_size: int = 1,
+def translate(model, corpus, sentences: Sequence[str], max_new_tokens: int = 12, beam_size: int = 1,
               alpha: float = 1.0) -> list[str]:
     """Translations of English ``sentences`` with a trained :class:`~transformer.model.EncoderDecoder`:
     greedy (``beam_size=1``, the whole batch at once) or by beam search (one sentence at a time).
@@ -154,9 +155,9 @@ def translate(model, corpus, sentences: Sequence[str], max_len: int = 12, beam_s
     """
     vocab = corpus.tgt.vocab
     if beam_size == 1:
-        out = greedy_decode(model, corpus.encode_src(sentences), max_len, vocab.sos_id, vocab.eos_id)
+        out = greedy_decode(model, corpus.encode_src(sentences), max_new_tokens, vocab.sos_id, vocab.eos_id)
         return corpus.decode_tgt(out[:, 1:])  # drop <sos>
-    ids = [beam_decode(model, corpus.encode_src([s]), beam_size, max_len, vocab.sos_id, vocab.eos_id, alpha)
+    ids = [beam_decode(model, corpus.encode_src([s]), beam_size, max_new_tokens, vocab.sos_id, vocab.eos_id, alpha)
            for s in sentences]
     return corpus.decode_tgt(pad_batch([row[1:] for row in ids], corpus.pad_id))  # drop <sos>
 

@@ -1,7 +1,7 @@
 """A Sphinx directive, ``{package-architecture}``, that draws the package's layers from its imports.
 
 The modules of ``transformer`` (without ``viz`` and ``checks``) are read with
-``ast``; each is placed one row above the highest module it imports (a module
+``ast`` (``tools/imports.py``); each is placed one row above the highest module it imports (a module
 that imports none of the others sits in the bottom row), so every import line
 goes downwards. ``viz`` and ``checks`` are drawn as two boxes on top, joined to
 the modules they import. ``_validate``, which nearly every module imports for
@@ -11,7 +11,6 @@ graph is what ``tests/test_wiring.py`` checks for cycles.
 
 from __future__ import annotations
 
-import ast
 import html
 from functools import cache
 from pathlib import Path
@@ -19,62 +18,9 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-ON_TOP = ("viz", "checks")
-LEFT_OUT = ("_validate",)
+from tools.imports import ON_TOP, import_graph, layers
+
 BOX_W, BOX_H, GAP_X, GAP_Y, MARGIN = 112, 30, 14, 58, 12
-
-
-def module_name(path: Path, root: Path) -> str:
-    parts = path.relative_to(root).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-def imports_of(path: Path, root: Path, modules: set[str]) -> set[str]:
-    """The modules in ``modules`` that ``path`` imports, anywhere in it (inside functions too)."""
-    name = module_name(path, root)
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
-            target = ".".join(base + ([node.module] if node.module else []))
-            for alias in node.names:  # `from . import viz` imports the module transformer.viz
-                found.add(f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target)
-    return {m for m in found if m in modules and m != name}
-
-
-def import_graph(package: Path) -> dict[str, set[str]]:
-    """``{module: the package's modules it imports}`` for every module of the package in folder ``package``."""
-    root = package.parent
-    paths = {module_name(p, root): p for p in package.rglob("*.py")}
-    return {name: imports_of(path, root, set(paths)) for name, path in paths.items()}
-
-
-def layers(graph: dict[str, set[str]], package: str = "transformer") -> tuple[list[list[str]], dict[str, set[str]]]:
-    """The core modules in rows, bottom first, each one row above the highest module it imports;
-    and what ``viz`` and ``checks`` import from the core, by the short names of both."""
-    short = {m: m.removeprefix(package + ".") for m in graph}
-
-    def group(m: str) -> str | None:
-        return next((g for g in ON_TOP if short[m] == g or short[m].startswith(g + ".")), None)
-
-    core = {short[m]: {short[d] for d in deps if group(d) is None and short[d] not in LEFT_OUT}
-            for m, deps in graph.items() if m != package and group(m) is None and short[m] not in LEFT_OUT}
-    top: dict[str, set[str]] = {g: set() for g in ON_TOP}
-    for m, deps in graph.items():
-        if (g := group(m)) is not None:
-            top[g] |= {short[d] for d in deps if short[d] in core}
-
-    @cache
-    def row(m: str) -> int:
-        return 1 + max((row(d) for d in core[m]), default=-1)
-
-    rows: list[list[str]] = [[] for _ in range(1 + max(map(row, core)))]
-    for m in sorted(core):
-        rows[row(m)].append(m)
-    return rows, {**core, **top}
 
 
 def direct(edges: dict[str, set[str]]) -> dict[str, set[str]]:

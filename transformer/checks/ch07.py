@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 
 from ..attention import scaled_dot_product_attention
-from ..masks import causal_mask, causal_padding_mask, padding_mask
+from ..masks import causal_mask, causal_padding_mask, fully_masked_rows, padding_mask
 from .core import Mistake, as_tensor, backward, call, compare, fail, outputs, report, values_of
 from .earlier import builds_on
 from .mistakes.ch07 import (
@@ -191,7 +191,7 @@ def _masked_attention_cases(seed: int):
 
 def _nan_rows_hint(t: torch.Tensor, mask: torch.Tensor) -> list[str]:
     nan_rows = t.isnan().any(dim=-1)
-    empty = ~mask.any(dim=-1).expand(nan_rows.shape)
+    empty = fully_masked_rows(mask).expand(nan_rows.shape)
     if bool(nan_rows.any()) and bool((nan_rows == empty).all()):
         return [f"Hint: the NaN are exactly in the {int(empty.sum())} row(s) whose keys are all masked: "
                 "the softmax of a row of -inf is 0/0. Give those rows zero weights, and so a zero output."]

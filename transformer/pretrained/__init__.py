@@ -39,8 +39,9 @@ import torch
 import torch.nn.functional as F
 
 from ..config import TransformerConfig
-from ..data import pad_batch
+from ..data import maskable, pad_batch
 from ..model import DecoderOnly, EncoderOnly
+from ..modes import eval_mode
 from ..tokenization import SPECIAL_TOKENS, Vocabulary, WordTokenizer
 
 HERE = Path(__file__).parent
@@ -100,7 +101,7 @@ def blanks(ids: torch.Tensor, mask_id: int, n_specials: int = len(SPECIALS)) -> 
     by ``mask_id``; ``labels`` holds the word there and ``-100`` (ignored) elsewhere.
     Words are the ids from ``n_specials`` on (the special tokens come first).
     """
-    rows, cols = torch.nonzero(ids >= n_specials, as_tuple=True)  # (n_words,) each
+    rows, cols = torch.nonzero(maskable(ids, range(n_specials)), as_tuple=True)  # (n_words,) each
     masked = ids[rows].clone()  # (n_words, T)
     labels = torch.full_like(masked, -100)
     here = torch.arange(len(rows))
@@ -109,13 +110,12 @@ def blanks(ids: torch.Tensor, mask_id: int, n_specials: int = len(SPECIALS)) -> 
     return masked, labels
 
 
-@torch.no_grad()
 def blank_loss(model: EncoderOnly, tokenizer: WordTokenizer, sentences: list[str], chunk: int = 2048) -> float:
     """Mean cross-entropy (nats) of filling in each word of ``sentences``, one hidden word at a time."""
     masked, labels = blanks(encode(tokenizer, sentences), tokenizer.vocab.id_of(MASK))
-    model.eval()
     total = 0.0
-    for i in range(0, len(masked), chunk):
-        logits = model(masked[i:i + chunk])  # (chunk, T, vocab)
-        total += F.cross_entropy(logits.flatten(0, 1), labels[i:i + chunk].flatten(), reduction="sum").item()
+    with eval_mode(model):
+        for i in range(0, len(masked), chunk):
+            logits = model(masked[i:i + chunk])  # (chunk, T, vocab)
+            total += F.cross_entropy(logits.flatten(0, 1), labels[i:i + chunk].flatten(), reduction="sum").item()
     return total / len(masked)

@@ -1,7 +1,7 @@
 """What the heads of the tiny model do, measured on sentences (chapters 5 and 7).
 
 Every function reads the attention weights with forward hooks
-(:func:`transformer.inspect.attention_weights`): the model runs as it is.
+(:func:`transformer.hooks.attention_weights`): the model runs as it is.
 
 - :func:`stacked_attention`: the weights of every layer, ``(layers, batch, heads, T, T)``;
 - :func:`previous_token_scores`: how much each head puts on the word just before;
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from ..inspect import attention_weights
+from ..hooks import attention_weights
 from . import encode, grammar
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..inspect import cross_attention_weights
+from ..hooks import cross_attention_weights
 from ..progress import TrainingProgress  # noqa: F401 - re-exported as T.viz.TrainingProgress
 from ..train import translate
 from .attention import weight_bars

@@ -24,6 +24,7 @@ from torch import nn
 
 from ._validate import require_choice, require_float, require_rank
 from .blocks import Decoder, Encoder, EncoderBlock
+from .modes import eval_mode
 from .multihead import MultiHeadAttention
 
 WHAT = ("output", "input")
@@ -80,18 +81,6 @@ def recorded_attention(modules: dict[str, nn.Module]):
     return _hooked(modules, MultiHeadAttention, "a MultiHeadAttention", register)
 
 
-@contextmanager
-def _eval(model: nn.Module) -> Iterator[None]:
-    """Eval mode and no gradients for the ``with`` block, then the model's own mode again."""
-    was_training = model.training
-    model.eval()
-    try:
-        with torch.no_grad():
-            yield
-    finally:
-        model.train(was_training)
-
-
 def attention_modules(model: nn.Module, kind: str | None = None) -> dict[str, MultiHeadAttention]:
     """The attention modules of ``model`` by their names in it (``"encoder.layers.0.self_attn"``, ...).
 
@@ -111,7 +100,7 @@ def attention_weights(model: nn.Module, *inputs: torch.Tensor, kind: str | None 
     A module called more than once in the pass (a shared one) gives its calls stacked on a first dimension.
     """
     modules = attention_modules(model, kind)
-    with _eval(model), recorded_attention(modules) as record:
+    with eval_mode(model), recorded_attention(modules) as record:
         model(*inputs)
     return {name: w[0] if len(w) == 1 else torch.stack(w) for name, w in record.items() if w}
 
@@ -124,7 +113,7 @@ def cross_attention_weights(model: nn.Module, src: torch.Tensor, tgt: torch.Tens
     attention over the source words. The model is run in eval mode.
     """
     layers = {str(i): layer.cross_attn for i, layer in enumerate(model.decoder.layers)}
-    with _eval(model), recorded_attention(layers) as record:
+    with eval_mode(model), recorded_attention(layers) as record:
         model(src, tgt)
     return torch.stack([record[str(i)][0] for i in range(len(layers))])  # (layers, batch, heads, T_d, T_e)
 
@@ -134,7 +123,7 @@ def layer_outputs(model: nn.Module, *inputs: torch.Tensor) -> dict[str, torch.Te
     by its name in the model (``"encoder.layers.0"``, ...), in the order the blocks ran."""
     stacks = [m for m in model.modules() if isinstance(m, (Encoder, Decoder))]
     blocks = {name: m for name, m in model.named_modules() if any(m in s.layers for s in stacks)}
-    with _eval(model), recorded(blocks) as record:
+    with eval_mode(model), recorded(blocks) as record:
         model(*inputs)
     ran = [name for name in blocks if record[name]]
     return {name: record[name][0] for name in ran}

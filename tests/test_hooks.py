@@ -1,4 +1,4 @@
-"""Forward hooks that look inside a model (transformer.inspect), against PyTorch's own modules and
+"""Forward hooks that look inside a model (transformer.hooks), against PyTorch's own modules and
 against running the model's blocks one by one. The residual stream is checked in test_viz_norm.py."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from transformer import DecoderOnly, EncoderDecoder, EncoderOnly, TransformerConfig
-from transformer.inspect import attention_modules, attention_weights, layer_outputs, recorded
+from transformer.hooks import attention_modules, attention_weights, layer_outputs, recorded
 from transformer.interop import copy_multihead
 
 D, HEADS = 16, 4

@@ -13,7 +13,6 @@ from pathlib import Path
 from tools.nbgrader_api import alembic_head, make_api  # noqa: F401 - nbgrader's API, shared with tools/
 
 
-
 def prepare(work: Path, assignment: str, timeout: int):
     """(release notebook path, db_url, {grade_id: points}), or raise RuntimeError with nbgrader's reason."""
     from nbgrader.api import Gradebook

@@ -462,9 +462,12 @@ def test_a_forged_reply_never_raises_a_score(forged):
     return in the kernel; json.dump/json.dumps; JSON files written under an answers folder through open(),
     read back and rewritten when closed. On top of a wrong answer whose mistake only the kernel measured:
     01 merge_pair clears the caller's dict (the arguments after the call are restored from copies);
-    07 masked_attention under torch.no_grad (the gradients are those of a differentiable copy);
+    07 masked_attention under torch.no_grad (the gradients emptied: the old judge walked them with zip);
     09 greedy_decode appends to the caller's prefix (the prefix before the call is reported);
-    10 train_step returns a constant loss (the losses it computed are reported).
+    10 train_step returns a constant loss (the losses emptied, likewise).
+    A forger that computes the scored values with a right implementation of its own (the gradients of a
+    differentiable copy, the losses recomputed) hands in a right answer through a side door: no grader that runs
+    the code in the student's process can tell it from honest work; its dynamic reaches are flagged instead.
     Property: the forger scores no more than the same wrong code without the forger, in the same run.
     Old grader: 01 7 -> 10 of 10, 07 8 -> 11 of 11, 09 7 -> 10 of 10, 10 7 -> 10 of 10."""
     assignment, run = forged

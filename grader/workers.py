@@ -3,7 +3,8 @@
 The parent makes every submission's box, hands the submission to a free worker, and takes the
 result back. A worker that dies (killed, out of memory) costs only the submission it was grading:
 that submission is named as not graded, its box is removed by the parent, and a new worker takes
-the rest. Workers are started with ``spawn``, so each claims a sandbox uid of its own.
+the rest. Workers are forked (quick to start: they inherit the imported libraries) and each forgets
+the parent's sandbox uid and control groups, so each claims its own.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from grader import sandbox
 
 def _serve(conn, work: Callable) -> None:
     """A worker's loop: ``(key, kwargs)`` in, ``(key, result or None, error text)`` out, until ``None``."""
+    sandbox.forget_uid()
     while True:
         job = conn.recv()
         if job is None:
@@ -53,7 +55,7 @@ def run_all(jobs: list, work: Callable, workers: int, done: Callable, failed: Ca
     ``done(key, result)`` for each result, ``failed(key, why)`` for a submission that could not be graded.
     Each job gets a new box (``sandbox.new_box``), removed here once the job is over, however it ended.
     """
-    ctx = multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("fork")
     todo, pool = list(jobs), [_Worker(ctx, work) for _ in range(max(1, min(workers, len(jobs))))]
     try:
         while todo or any(w.job for w in pool):

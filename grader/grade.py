@@ -238,9 +238,9 @@ def _read_all(subs: list, release, assignment: str, forbidden: str) -> tuple[lis
     ready, flagged, zeroed = [], {}, {}
     for sub in subs:
         if (rebuilt := collect.prepare(sub, release)) is not None:
-            found = _findings(rebuilt, assignment)
-            flagged[sub.student] = [f.text if hasattr(f, "text") else f for f in found]
-            zeroed[sub.student] = _to_zero([f for f in found if hasattr(f, "grade_id")]) if forbidden == "zero" else {}
+            found = findings(rebuilt, assignment)  # never raises: what it cannot read is a finding of its own
+            flagged[sub.student] = [f.text for f in found]
+            zeroed[sub.student] = _to_zero(found) if forbidden == "zero" else {}
             ready.append((sub, nbformat.writes(rebuilt)))
     return ready, flagged, zeroed
 
@@ -259,14 +259,6 @@ def _run_all(assignment: str, ready: list, save, jobs: int, **settings) -> None:
             by_key[key].note(f"its result could not be saved: {type(exc).__name__}")
 
     workers.run_all(jobs_list, run_one, jobs, done, lambda key, why: by_key[key].note(why))
-
-
-def _findings(nb, assignment: str) -> list:
-    """What to read in ``nb`` (``grader.forbidden``); a reading that fails says so instead of stopping the run."""
-    try:
-        return findings(nb, assignment)
-    except (Exception, RecursionError) as exc:  # noqa: BLE001 - MemoryError too
-        return [f"the code could not be read for flags ({type(exc).__name__}); read it"]
 
 
 def default_jobs() -> int:

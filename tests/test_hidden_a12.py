@@ -4,12 +4,9 @@ field, shortens or empties a list, empties ``args``) never turns a wrong answer'
 from __future__ import annotations
 
 import pytest
-import torch
 
-from grader import hidden
-from grader.kernel_side import probes
 from grader.verdicts import problem_of
-from test_hidden_tests import SEED, answers, graded_by, namespace
+from test_hidden_tests import answers, ask
 
 from bank import WRONG
 
@@ -41,29 +38,18 @@ def forgeries(value, depth: int = 3, args: bool = True):
                 yield kind([*value[:i], inner, *value[i + 1:]])
 
 
-def replies(cell: str, source: str):
-    """The hidden cases that judge ``cell`` and the replies the probes give for ``source``, run in this process."""
-    cases = hidden.cases(ASSIGNMENT, SEED)[graded_by(ASSIGNMENT)[cell]]
-    ns = namespace(ASSIGNMENT, cell, source)
-    out = []
-    for case in cases:
-        inputs = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in case.request.inputs.items()}
-        try:
-            out.append(("ok", probes.resolve(case.request.probe)(ns, **inputs)))
-        except Exception as exc:  # noqa: BLE001 - the probe reports it, as in the kernel
-            out.append(("error", f"{type(exc).__name__}: {exc}"))
-    return cases, out
+def replies(cell: str, source: str, tmp_path):
+    """The hidden cases that judge ``cell`` and the replies for ``source``, through the grading round trip
+    (``test_hidden_tests.ask``): an answer that cannot be defined answers every case with an error."""
+    return ask(ASSIGNMENT, cell, source, tmp_path)
 
 
 WRONGS = [(cell, mistake, src) for cell, wrongs in WRONG[ASSIGNMENT].items() for mistake, src, _ in wrongs]
 
 
 @pytest.mark.parametrize("cell,mistake,source", WRONGS, ids=[f"{c}-{m}" for c, m, _ in WRONGS])
-def test_forging_the_form_of_a_reply_never_passes_a_failing_case(cell, mistake, source):
-    try:
-        cases, got = replies(cell, source)
-    except Exception:  # noqa: BLE001 - an answer that cannot even be defined answers nothing
-        return
+def test_forging_the_form_of_a_reply_never_passes_a_failing_case(cell, mistake, source, tmp_path):
+    cases, got = replies(cell, source, tmp_path)
     failing = 0
     for case, (kind, reply) in zip(cases, got, strict=True):
         if not case.scored or problem_of(case, kind, reply) is None or kind != "ok":
@@ -74,10 +60,11 @@ def test_forging_the_form_of_a_reply_never_passes_a_failing_case(cell, mistake, 
     assert failing or any(kind != "ok" for kind, _ in got), f"{mistake}: no scored case fails"
 
 
-def test_the_solutions_replies_pass_and_their_forgeries_fail():
+def test_the_solutions_replies_pass_and_their_forgeries_fail(tmp_path):
     """The forgeries are real changes: every one of the solution's replies passes, and every forgery of it fails."""
     for cell, source in answers(ASSIGNMENT):
-        cases, got = replies(cell, source)
+        (tmp_path / cell).mkdir()
+        cases, got = replies(cell, source, tmp_path / cell)
         for case, (kind, reply) in zip(cases, got, strict=True):
             assert kind == "ok" and problem_of(case, kind, reply) is None, case.what
             for forged in forgeries(reply, args=False):

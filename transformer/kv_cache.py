@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import torch
 
-from ._validate import require_positive_int, require_rank
-from .decoding import next_token
+from ._validate import require_positive_int
+from .decoding import generate
 
 
 class LayerCache:
@@ -106,18 +106,7 @@ def generate_cached(model, prefix: torch.Tensor, max_new_tokens: int, eos_id: in
     stack = getattr(getattr(model, "causal_stack", None), "layers", None)
     if stack is None:
         raise TypeError(f"model: expected a DecoderOnly (a causal stack to cache), got {type(model).__name__}")
-    require_rank("prefix", prefix, (2,), "(batch, seq)")
     cache = KVCache(len(stack))
-    ids, step_input = prefix, prefix
-    done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
-    for _ in range(max_new_tokens):
-        logits = model(step_input, cache=cache)[:, -1]  # (batch, vocab): the last position's
-        tok = next_token(logits, temperature, generator, top_k, top_p)  # (batch,)
-        if eos_id is not None:
-            tok = tok.masked_fill(done, eos_id)
-            done |= tok == eos_id
-        ids = torch.cat([ids, tok[:, None]], dim=1)  # (batch, T + 1)
-        step_input = tok[:, None]  # (batch, 1): the only new position
-        if eos_id is not None and bool(done.all()):
-            break
-    return ids
+    # each step feeds only the positions the cache has not seen: the prefix first, then the token just chosen
+    return generate(lambda ids: model(ids[:, len(cache):], cache=cache), prefix, max_new_tokens, eos_id,
+                    temperature, generator, top_k, top_p)

@@ -26,7 +26,7 @@ import torch
 
 from ._validate import require_token_ids
 from .data import maskable
-from .train import sequence_loss
+from .train import masked_token_loss
 
 IGNORE_INDEX = -100
 MASK_SHARE, RANDOM_SHARE = 0.8, 0.1  # of the chosen tokens; the remaining 10% stay unchanged
@@ -91,7 +91,6 @@ def masked_lm_loss(model, batch: tuple[torch.Tensor, torch.Tensor], ignore_index
     """Cross-entropy of an encoder-only ``model`` on ``batch = (inputs, labels)`` from :func:`mask_tokens`.
 
     ``model(inputs) -> (batch, seq, vocab)``; only the chosen positions count (labels other than
-    ``ignore_index``). The loss itself is :func:`transformer.train.sequence_loss`.
+    ``ignore_index``): :func:`transformer.train.masked_token_loss` with ``ignore_index`` as its ignored label.
     """
-    inputs, labels = batch
-    return sequence_loss(model(inputs), labels, ignore_index, label_smoothing)  # logits (batch, seq, vocab)
+    return masked_token_loss(model, batch, ignore_index, label_smoothing)

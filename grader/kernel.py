@@ -141,10 +141,10 @@ class Kernel:
                 if kind == "error":
                     out.status = "error"
                     out.error = f"{node.ename}: {str(node.evalue).splitlines()[0][:200] if node.evalue else ''}"
-                size = len(str(node.get("text", ""))) + sum(len(str(v)) for v in node.get("data", {}).values())
+                size = len(str(msg["content"]))  # everything the output carries: text, data, metadata, traceback
                 n = str(node.get("text", "")).count("\n")
                 if lines + n > MAX_LINES or chars + size > max_chars:
-                    out.flooded = max_chars > 0
+                    out.flooded = True
                     continue
                 lines, chars = lines + n, chars + size
                 out.chars = chars

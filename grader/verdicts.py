@@ -30,8 +30,8 @@ class Verdict:
 
 def exception_name(error) -> str:
     """The type of the exception in ``"Type: message"`` if it is one of Python's own, else fixed words."""
-    name = str(error).split(":")[0]
-    return name if isinstance(getattr(builtins, name, None), type) else "an exception of its own type"
+    name, kind = str(error).split(":")[0], getattr(builtins, str(error).split(":")[0], None)
+    return name if isinstance(kind, type) and issubclass(kind, BaseException) else "an exception of its own type"
 
 
 def problem_of(case: hidden.Case, kind: str, reply) -> str | None:

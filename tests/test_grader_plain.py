@@ -131,3 +131,26 @@ def test_forbidden_calls_reported_are_only_names_the_grader_watched(tmp_path):
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "reply.json").write_text(json.dumps({"ok": 1, "ran": ["torch.x", "<script>", "torch.y"]}))
     assert read_reply(tmp_path / "r", watched=("torch.y", "torch.z")).ran == ("torch.y",)
+
+
+def test_numbers_in_arrays_are_bounded(tmp_path):
+    """A judge may turn a reply's array into Python numbers: 5 million booleans (5 MB, within the bytes) are
+    refused before anyone does."""
+    np.save(tmp_path / "1.npy", np.zeros(5_000_000, dtype=bool))
+    with pytest.raises(ValueError, match="elements"):
+        plain.decode({"array": "1.npy", "torch": "torch.bool"}, str(tmp_path))
+
+
+def test_a_reply_cannot_choose_a_larger_dtype_past_its_budget(tmp_path):
+    """The reply names the tensor's dtype: 3.6 MB of float16 made float64 costs 14.4 MB more; it is charged, so two
+    such references are over the reply's 32 MiB."""
+    np.save(tmp_path / "1.npy", np.zeros(1_800_000, dtype=np.float16))
+    with pytest.raises(ValueError, match="array_bytes"):
+        plain.decode([{"array": "1.npy", "torch": "torch.float64"}] * 2, str(tmp_path))
+    assert plain.decode({"array": "1.npy", "torch": "torch.float64"}, str(tmp_path)).dtype == torch.float64
+
+
+def test_a_dtype_name_is_looked_up_in_a_fixed_table(tmp_path):
+    """A name that is not one of the table's dtypes leaves the array as it came (no getattr on torch)."""
+    np.save(tmp_path / "1.npy", np.zeros(3))
+    assert plain.decode({"array": "1.npy", "torch": "torch._dynamo"}, str(tmp_path)).dtype == torch.float64

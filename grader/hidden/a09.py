@@ -149,7 +149,7 @@ def ex2_masked_cross_entropy(seed: int):
 def _ids(got):
     """A list of token ids (whole numbers of any kind, or a 1-D tensor or array of them), or None."""
     if isinstance(got, (torch.Tensor, np.ndarray)) and got.ndim == 1:
-        got = list(got)
+        got = got.tolist()  # Python numbers: a 0-d tensor per item would cost hundreds of bytes each
     if not isinstance(got, (list, tuple)):
         return None
     out = []

@@ -111,7 +111,7 @@ def number(got, want: float, tol: float = 1e-3, name: str = "the value") -> str 
 def numbers(got, want: list[float], tol: float = 1e-3, name: str = "the values") -> str | None:
     """``got`` must be a list, tuple or 1-D tensor of ``len(want)`` numbers, each within ``tol``."""
     if isinstance(got, (torch.Tensor, np.ndarray)) and got.ndim == 1:
-        got = list(got)
+        got = got.tolist()  # Python numbers: a 0-d tensor per item would cost hundreds of bytes each
     if isinstance(got, tuple):
         got = list(got)
     if not isinstance(got, list):

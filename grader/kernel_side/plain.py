@@ -21,13 +21,17 @@ import numpy as np
 MAX_BYTES = 64 * 2**20      # one array file
 MAX_JSON_BYTES = 2**20      # one reply's JSON tree (arrays are files of their own)
 ARRAY_KINDS = "biuf"        # bool, int, unsigned, float: nothing that can hold an object
+TORCH_DTYPES = {f"torch.{n}": n for n in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
+                                           "float32", "float64", "complex64", "complex128")}
 
 
 class Budget:
-    """What one decode may cost: values, nesting depth, keys of one dict, bytes of arrays read."""
+    """What one decode may cost: values, nesting depth, keys of one dict, bytes of arrays (as read and as
+    converted to the tensor's dtype), numbers in arrays (what a judge may turn into Python numbers)."""
 
-    def __init__(self, items=10_000, depth=32, keys=1_000, array_bytes=32 * 2**20, dims=8):
+    def __init__(self, items=10_000, depth=32, keys=1_000, array_bytes=32 * 2**20, dims=8, elements=4_000_000):
         self.items, self.depth, self.keys, self.array_bytes, self.dims = items, depth, keys, array_bytes, dims
+        self.elements = elements
 
     def take(self, what: str, n: int = 1) -> None:
         left = getattr(self, what) - n
@@ -40,8 +44,8 @@ def encode(obj, folder, _count=None):
     """A JSON-able tree for ``obj``; its arrays are written to ``folder`` as ``<n>.npy``."""
     count = [0] if _count is None else _count
     count[0] += 1
-    if count[0] > 100_000:
-        raise ValueError("reply: expected at most 100000 values, got more")
+    if count[0] > Budget().items:  # more would be refused by the reader
+        raise ValueError(f"reply: expected at most {Budget().items} values, got more")
     if obj is None or isinstance(obj, (bool, str)):
         return obj
     if isinstance(obj, (int, float)) and type(obj) in (int, float):
@@ -152,6 +156,15 @@ def _hashable(x) -> bool:
     return x is None or isinstance(x, (bool, int, float, str))
 
 
+def _torch_dtypes() -> None:
+    """``TORCH_DTYPES``' names made into torch's dtypes, once torch is imported."""
+    import torch
+
+    for name, value in TORCH_DTYPES.items():
+        if isinstance(value, str):
+            TORCH_DTYPES[name] = getattr(torch, value)
+
+
 def _array(tree, folder, tensors, budget):
     name = str(tree.get("array"))
     if not re.fullmatch(r"[0-9]{1,9}\.npy", name):
@@ -163,9 +176,13 @@ def _array(tree, folder, tensors, budget):
         return arr
     import torch
 
+    _torch_dtypes()
     t = torch.from_numpy(arr)
-    want = getattr(torch, str(tree["torch"]).replace("torch.", "")[:20], None)
-    return t.to(want) if isinstance(want, torch.dtype) and want.is_floating_point == t.is_floating_point() else t
+    want = TORCH_DTYPES.get(str(tree["torch"]))  # a fixed table: a reply's string never reaches getattr(torch, ...)
+    if want is None or want.is_floating_point != t.is_floating_point() or want == t.dtype:
+        return t
+    budget.take("array_bytes", t.numel() * want.itemsize)  # the converted copy costs memory too
+    return t.to(want)
 
 
 def _load(f, name, budget):
@@ -179,6 +196,7 @@ def _load(f, name, budget):
         raise ValueError(f"{name}: expected an array of numbers of at most {budget.dims} dimensions")
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     nbytes = count * dtype.itemsize
+    budget.take("elements", count)
     budget.take("array_bytes", nbytes)
     data = f.read(nbytes + 1)
     if len(data) != nbytes:

@@ -1,0 +1,32 @@
+"""What a kernel sends back is bounded by all it carries: an output's metadata and an error's traceback count
+toward a cell's limit as its text does (a flood of them cannot grow the grader's memory)."""
+
+from __future__ import annotations
+
+import pytest
+
+from grader import sandbox
+from grader.kernel import MAX_CHARS, Kernel
+
+pytestmark = pytest.mark.slow
+
+FLOOD = """
+from IPython.display import display
+for i in range(40):
+    display({"text/plain": "x"}, raw=True, metadata={"big": "y" * 1_000_000})
+"""
+
+
+def test_a_flood_of_metadata_is_cut_at_the_cells_limit():
+    box = sandbox.new_box()
+    sandbox.give(box / "out")
+    kernel = Kernel(box)
+    try:
+        kernel.start()
+        out = kernel.execute(FLOOD, 60)
+    finally:
+        kernel.stop()
+        sandbox.remove_box(box)
+    kept = sum(len(str(o.get("metadata", ""))) for o in out.outputs)
+    assert out.status == "ok" and out.flooded
+    assert kept <= MAX_CHARS, kept  # the old count (text and data only) kept all 40 MB of it

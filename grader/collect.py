@@ -149,13 +149,15 @@ def _valid_meta(meta) -> bool:
     return not isinstance(meta.get("grade_id"), str) or 0 < len(meta["grade_id"]) <= 100
 
 
-def _meta(cell) -> dict:
+def cell_meta(cell) -> dict:
+    """A cell's nbgrader metadata, or {} when it has none (or none of the right type)."""
     meta = cell.get("metadata", {}).get("nbgrader", {})
     return meta if isinstance(meta, dict) else {}
 
 
-def _gid(cell) -> str | None:
-    gid = _meta(cell).get("grade_id")
+def grade_id(cell) -> str | None:
+    """A cell's nbgrader grade id, or None."""
+    gid = cell_meta(cell).get("grade_id")
     return gid if isinstance(gid, str) else None
 
 
@@ -165,10 +167,10 @@ def rebuild(sub: Submission, nb, release):
 
     student_cells = {}
     for cell in nb.cells:
-        gid = _gid(cell)
+        gid = grade_id(cell)
         if gid and gid not in student_cells:
             student_cells[gid] = cell
-    release_ids = [_gid(c) for c in release.cells]
+    release_ids = [grade_id(c) for c in release.cells]
     for cell in release.cells:
         meta = cell.metadata.get("nbgrader", {})
         gid = meta.get("grade_id")
@@ -177,7 +179,7 @@ def rebuild(sub: Submission, nb, release):
             if theirs is None:
                 if meta.get("grade"):
                     sub.note(f"test cell {gid} was deleted; the original was put back")
-            elif _meta(theirs) != meta:
+            elif cell_meta(theirs) != meta:
                 sub.note(f"test cell {gid} was re-tagged; the original was put back")
             elif theirs.source != cell.source and meta.get("grade"):
                 sub.note(f"test cell {gid} was edited; the original was put back")
@@ -185,7 +187,7 @@ def rebuild(sub: Submission, nb, release):
     extras: dict[str | None, list] = {}
     anchor = None
     for cell in nb.cells:
-        gid = _gid(cell)
+        gid = grade_id(cell)
         if gid in release_ids:
             anchor = gid
         elif cell.cell_type == "code" and cell.source.strip():
@@ -193,11 +195,11 @@ def rebuild(sub: Submission, nb, release):
     out = copy.deepcopy(release)
     for cell in out.cells:
         meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and not meta.get("grade") and _gid(cell) in student_cells:
-            cell.source = str(student_cells[_gid(cell)].source)
+        if meta.get("solution") and not meta.get("grade") and grade_id(cell) in student_cells:
+            cell.source = str(student_cells[grade_id(cell)].source)
     for anchor_id, cells in extras.items():
         new_cells = [nbformat.v4.new_code_cell(str(cell.source)) for cell in cells]
-        ids = [_gid(c) for c in out.cells]
+        ids = [grade_id(c) for c in out.cells]
         setup_at = next(i for i, c in enumerate(out.cells) if c.cell_type == "code")
         at = ids.index(anchor_id) + 1 if anchor_id in ids else setup_at + 1  # unanchored: after the setup cell
         out.cells[at:at] = new_cells

@@ -22,13 +22,12 @@ from pathlib import Path
 
 import nbformat
 
-import grader
-from grader import hidden, replies, verdicts
+from grader import collect, hidden, replies, verdicts
 from grader.kernel import MAX_CHARS, MAX_LINES, MAX_NOTEBOOK_CHARS, Kernel
 from grader.kernel_side import plain
+from grader.sandbox import KERNEL_SIDE  # shipped whole into every sandbox
 
 REPO = str(Path(__import__("transformer").__file__).resolve().parent.parent)  # the repository, the package's parent
-KERNEL_SIDE = Path(grader.__file__).resolve().parent / "kernel_side"  # shipped whole into every sandbox
 KILLED = 'raise RuntimeError("this cell stopped the kernel when it was graded, so the grader replaced it")'
 MAX_DEATHS = 3  # kernel deaths per submission, in cells and in probes together
 
@@ -88,14 +87,11 @@ def refusals(outputs: list) -> list[str]:
 
 
 def _label(cell, index: int) -> str:
-    meta = cell.metadata.get("nbgrader")
-    gid = meta.get("grade_id") if isinstance(meta, dict) else None
-    return gid if isinstance(gid, str) else f"cell {index}"
+    return collect.grade_id(cell) or f"cell {index}"
 
 
 def _is_answer(cell) -> bool:
-    meta = cell.metadata.get("nbgrader")
-    return isinstance(meta, dict) and bool(meta.get("solution"))
+    return bool(collect.cell_meta(cell).get("solution"))
 
 
 def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, clock: Clock, setup: str) -> list[str]:

@@ -24,22 +24,27 @@ import math
 import torch
 
 from ._validate import require_positive_int
-from .attention import _check_arguments
+from .attention import check_attention_arguments
 
 NEG_INF = float("-inf")
 
 
-def _tiles(n: int, block: int):
-    """``slice(0, block), slice(block, 2 block), ...`` covering ``0 .. n``; the last may be shorter."""
-    return [slice(i, min(i + block, n)) for i in range(0, n, block)]
+def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, *,
+                    block_size: int = 256, scale: float | None = None) -> torch.Tensor:
+    """``softmax(q k^T / sqrt(d_k), masked) v``, computed ``block_size`` queries by ``block_size`` keys at a time.
 
-
-def _scores(qi, kj, mask, rows, cols):
-    """One tile of scores ``(..., bq, bk)``, blocked keys at ``-inf``; ``qi`` is already scaled."""
-    s = qi @ kj.transpose(-2, -1)  # (..., bq, d_k) @ (..., d_k, bk) -> (..., bq, bk)
+    Shapes as in :func:`~transformer.attention.scaled_dot_product_attention`: ``q (batch, [heads,] T_q, d_k)``,
+    ``k (batch, [heads,] T_k, d_k)``, ``v (batch, [heads,] T_k, d_v)``; ``mask`` bool, broadcastable to
+    ``(batch, [heads,] T_q, T_k)``, True = may attend. Returns ``(batch, [heads,] T_q, d_v)``, equal to it
+    (a row with no allowed key gives zeros), with gradients; no ``T_q x T_k`` matrix is ever held (chapter 12).
+    """
+    check_attention_arguments(q, k, v, mask)
+    require_positive_int("block_size", block_size)
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
     if mask is not None:
-        s.masked_fill_(~mask[..., rows, cols], NEG_INF)
-    return s
+        mask = mask.expand(*q.shape[:-1], k.shape[-2])  # (..., T_q, T_k): a view, nothing is copied
+    return _FlashAttention.apply(q, k, v, mask, scale, block_size)
 
 
 def _forward(q, k, v, mask, scale: float, block: int):
@@ -101,19 +106,14 @@ class _FlashAttention(torch.autograd.Function):
         return dq, dk, dv, None, None, None
 
 
-def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, *,
-                    block_size: int = 256, scale: float | None = None) -> torch.Tensor:
-    """``softmax(q k^T / sqrt(d_k), masked) v``, computed ``block_size`` queries by ``block_size`` keys at a time.
+def _tiles(n: int, block: int):
+    """``slice(0, block), slice(block, 2 block), ...`` covering ``0 .. n``; the last may be shorter."""
+    return [slice(i, min(i + block, n)) for i in range(0, n, block)]
 
-    Shapes as in :func:`~transformer.attention.scaled_dot_product_attention`: ``q (batch, [heads,] T_q, d_k)``,
-    ``k (batch, [heads,] T_k, d_k)``, ``v (batch, [heads,] T_k, d_v)``; ``mask`` bool, broadcastable to
-    ``(batch, [heads,] T_q, T_k)``, True = may attend. Returns ``(batch, [heads,] T_q, d_v)``, equal to it
-    (a row with no allowed key gives zeros), with gradients; no ``T_q x T_k`` matrix is ever held (chapter 12).
-    """
-    _check_arguments(q, k, v, mask, None)
-    require_positive_int("block_size", block_size)
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
+
+def _scores(qi, kj, mask, rows, cols):
+    """One tile of scores ``(..., bq, bk)``, blocked keys at ``-inf``; ``qi`` is already scaled."""
+    s = qi @ kj.transpose(-2, -1)  # (..., bq, d_k) @ (..., d_k, bk) -> (..., bq, bk)
     if mask is not None:
-        mask = mask.expand(*q.shape[:-1], k.shape[-2])  # (..., T_q, T_k): a view, nothing is copied
-    return _FlashAttention.apply(q, k, v, mask, scale, block_size)
+        s.masked_fill_(~mask[..., rows, cols], NEG_INF)
+    return s

@@ -16,6 +16,7 @@ import torch
 
 from ._validate import require_positive_int
 from .decoding import generate
+from .masks import _causal_mask, _padding_mask
 
 
 class LayerCache:
@@ -77,10 +78,9 @@ class KVCache:
         Row ``r`` (position ``seq + r``) may attend to keys ``0 .. seq + r`` that are not ``<pad>``,
         the rows of :func:`~transformer.masks.causal_padding_mask` for the whole sequence.
         """
-        t_new, offset = ids.shape[1], len(self)
-        real = torch.ones_like(ids, dtype=torch.bool) if pad_id is None else ids != pad_id  # (batch, T_new)
+        real = _padding_mask(ids, pad_id)[:, 0]  # (batch, T_new): the new positions that are not <pad>
         self.real = real if self.real is None else torch.cat([self.real, real], dim=1)  # (batch, seq + T_new)
-        causal = torch.ones(t_new, offset + t_new, dtype=torch.bool, device=ids.device).tril(offset)
+        causal = _causal_mask(ids.shape[1], ids.device, past=len(self))  # (T_new, seq + T_new)
         return causal & self.real[:, None, :]  # (T_new, seq + T_new) & (batch, 1, seq + T_new)
 
 

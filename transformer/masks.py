@@ -19,27 +19,22 @@ import torch
 from ._validate import require_float, require_mask, require_positive_int, require_tensor, require_token_ids, shape_str
 
 
-def causal_mask(seq_len: int, device=None) -> torch.Tensor:
+def causal_mask(seq_len: int, device=None, past: int = 0) -> torch.Tensor:
     """Lower triangle including the diagonal, ``(seq_len, seq_len)`` bool.
 
     Query ``t`` may attend to keys ``0 .. t``; the upper triangle is the part
-    whose scores become ``-inf`` before the softmax.
+    whose scores become ``-inf`` before the softmax. With ``past`` positions
+    before the queries (the keys a key/value cache holds, chapter 12) it is
+    ``(seq_len, past + seq_len)``: query ``t`` is position ``past + t``.
     """
     require_positive_int("seq_len", seq_len)
-    return torch.ones(seq_len, seq_len, dtype=torch.bool, device=device).tril()
+    _check_past(past)
+    return _causal_mask(seq_len, device, past)
 
 
-def _check_ids_and_pad(ids, pad_id) -> None:
-    require_token_ids("ids", ids, ranks=(2,))
-    if pad_id is None:
-        return  # no padding: every token is real
-    try:
-        if isinstance(pad_id, bool):
-            raise TypeError
-        operator.index(pad_id)  # an int, or anything that converts to one exactly (a NumPy int, a 0-d int tensor)
-    except (TypeError, RuntimeError, ValueError):
-        raise TypeError(f"pad_id: expected an int (the id of <pad>) or None, "
-                        f"got {type(pad_id).__name__} {pad_id!r}") from None
+def _causal_mask(seq_len: int, device=None, past: int = 0) -> torch.Tensor:
+    # .tril(past) keeps the diagonal and the `past` diagonals above it: query t sees keys 0 .. past + t
+    return torch.ones(seq_len, past + seq_len, dtype=torch.bool, device=device).tril(past)
 
 
 def padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
@@ -49,6 +44,10 @@ def padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     ``pad_id=None`` means there is no padding: every key is allowed.
     """
     _check_ids_and_pad(ids, pad_id)
+    return _padding_mask(ids, pad_id)
+
+
+def _padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     if pad_id is None:
         return torch.ones_like(ids, dtype=torch.bool)[:, None, :]  # (batch, 1, seq)
     return (ids != pad_id)[:, None, :]  # (batch, 1, seq)
@@ -63,7 +62,7 @@ def causal_padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     """
     _check_ids_and_pad(ids, pad_id)
     # (seq, seq) & (batch, 1, seq) -> (batch, seq, seq)
-    return causal_mask(ids.shape[1], ids.device) & padding_mask(ids, pad_id)
+    return _causal_mask(ids.shape[1], ids.device) & _padding_mask(ids, pad_id)
 
 
 def fully_masked_rows(mask: torch.Tensor) -> torch.Tensor:
@@ -72,12 +71,12 @@ def fully_masked_rows(mask: torch.Tensor) -> torch.Tensor:
     The softmax of such a row is 0/0 = NaN; attention gives it zero weights
     and a zero output instead (or raises with ``empty_rows="raise"``).
     """
-    require_tensor("mask", mask)
-    if mask.dtype != torch.bool:
-        raise TypeError(f"mask: expected dtype torch.bool (True = may attend), got {mask.dtype}")
-    if mask.dim() < 2:
-        raise ValueError(f"mask: expected at least 2 dimensions (..., T_q, T_k), got shape {shape_str(mask)}")
-    return ~mask.any(dim=-1)  # (..., T_q)
+    _check_bool_mask(mask)
+    return _fully_masked_rows(mask)
+
+
+def _fully_masked_rows(mask: torch.Tensor) -> torch.Tensor:
+    return ~mask.any(dim=-1)  # (..., T_q, T_k) -> (..., T_q): no True in the row
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -87,15 +86,53 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     becomes ``-inf``, so its weight is exactly 0 and the allowed keys' weights still sum to 1.
     A query row with no allowed key gets all-zero weights: never NaN, in the gradients neither.
     """
-    require_float("scores", scores)
-    if scores.dim() < 2:
-        raise ValueError(f"scores: expected at least 2 dimensions (..., T_q, T_k), got shape {shape_str(scores)}")
+    _check_scores_and_mask(scores, mask)
+    return _masked_softmax(scores, mask)
+
+
+def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """:func:`masked_softmax` on arguments already checked (attention calls it)."""
     if mask is None:
         return scores.softmax(dim=-1)
-    require_mask("mask", mask, tuple(scores.shape), "scores (..., T_q, T_k)")
-    empty = fully_masked_rows(mask)[..., None]  # (..., T_q) -> (..., T_q, 1): the query rows with no allowed key
+    empty = _fully_masked_rows(mask)[..., None]  # (..., T_q) -> (..., T_q, 1): the query rows with no allowed key
     if not bool(empty.any()):
         return scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)  # -inf, then e^-inf = 0
     # An empty row's softmax would be 0/0 = NaN. Let it see every key (finite values and gradients), then zero it.
     weights = scores.masked_fill(~(mask | empty), float("-inf")).softmax(dim=-1)
     return weights.masked_fill(empty, 0.0)
+
+
+# ---- the checks of the entry points
+
+def _check_ids_and_pad(ids, pad_id) -> None:
+    require_token_ids("ids", ids, ranks=(2,))
+    if pad_id is None:
+        return  # no padding: every token is real
+    try:
+        if isinstance(pad_id, bool):
+            raise TypeError
+        operator.index(pad_id)  # an int, or anything that converts to one exactly (a NumPy int, a 0-d int tensor)
+    except (TypeError, RuntimeError, ValueError):
+        raise TypeError(f"pad_id: expected an int (the id of <pad>) or None, "
+                        f"got {type(pad_id).__name__} {pad_id!r}") from None
+
+
+def _check_past(past) -> None:
+    if isinstance(past, bool) or not isinstance(past, int) or past < 0:
+        raise ValueError(f"past: expected a whole number >= 0 (the positions before the queries), got {past!r}")
+
+
+def _check_bool_mask(mask) -> None:
+    require_tensor("mask", mask)
+    if mask.dtype != torch.bool:
+        raise TypeError(f"mask: expected dtype torch.bool (True = may attend), got {mask.dtype}")
+    if mask.dim() < 2:
+        raise ValueError(f"mask: expected at least 2 dimensions (..., T_q, T_k), got shape {shape_str(mask)}")
+
+
+def _check_scores_and_mask(scores, mask) -> None:
+    require_float("scores", scores)
+    if scores.dim() < 2:
+        raise ValueError(f"scores: expected at least 2 dimensions (..., T_q, T_k), got shape {shape_str(scores)}")
+    if mask is not None:
+        require_mask("mask", mask, tuple(scores.shape), "scores (..., T_q, T_k)")

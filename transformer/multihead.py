@@ -18,19 +18,33 @@ from ._validate import (
     require_mask,
     require_positive_int,
     require_rank,
-    require_tensor,
     shape_str,
 )
-from .attention import scaled_dot_product_attention
+from .attention import _scaled_dot_product_attention
 from .positional import RelativePositionBias, RotaryEmbedding
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     """``(batch, seq, d_model) -> (batch, heads, seq, d_h)`` with ``d_h = d_model / heads``."""
     require_rank("x", x, (3,), "(batch, seq, d_model)")
+    require_divisible(x.shape[-1], n_heads)
+    return _split_heads(x, n_heads)
+
+
+def _split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     batch, seq, d_model = x.shape
-    d_h = require_divisible(d_model, n_heads)
-    return x.view(batch, seq, n_heads, d_h).transpose(1, 2)  # (batch, heads, seq, d_h)
+    return x.view(batch, seq, n_heads, d_model // n_heads).transpose(1, 2)  # (batch, heads, seq, d_h)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """``(batch, heads, seq, d_h) -> (batch, seq, heads * d_h)``: concatenate the heads."""
+    require_rank("x", x, (4,), "(batch, heads, seq, d_h)")
+    return _merge_heads(x)
+
+
+def _merge_heads(x: torch.Tensor) -> torch.Tensor:
+    batch, heads, seq, d_h = x.shape
+    return x.transpose(1, 2).reshape(batch, seq, heads * d_h)  # (batch, seq, d_model)
 
 
 def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
@@ -38,18 +52,15 @@ def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     ``n_rep`` times in a row, so that query heads ``g n_rep .. (g + 1) n_rep - 1`` share kv head ``g`` (chapter 12)."""
     require_rank("x", x, (4,), "(batch, n_kv_heads, seq, d_h)")
     require_positive_int("n_rep", n_rep)
+    return _repeat_kv(x, n_rep)
+
+
+def _repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
     if n_rep == 1:
         return x
     batch, n_kv, seq, d_h = x.shape
     x = x[:, :, None].expand(batch, n_kv, n_rep, seq, d_h)  # (batch, n_kv_heads, n_rep, seq, d_h), a view
     return x.reshape(batch, n_kv * n_rep, seq, d_h)  # (batch, n_kv_heads * n_rep, seq, d_h)
-
-
-def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """``(batch, heads, seq, d_h) -> (batch, seq, heads * d_h)``: concatenate the heads."""
-    require_rank("x", x, (4,), "(batch, heads, seq, d_h)")
-    batch, heads, seq, d_h = x.shape
-    return x.transpose(1, 2).reshape(batch, seq, heads * d_h)  # (batch, seq, d_model)
 
 
 class MultiHeadAttention(nn.Module):
@@ -88,6 +99,51 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.rope, self.relative_bias = rope, relative_bias
 
+    def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
+                return_weights: bool = False, cache=None):
+        self._check(x, memory, mask, cache)
+        q, k, v = self._project(x, memory)  # (batch, heads, T_q, d_h), 2 x (batch, n_kv_heads, T_k, d_h)
+        offset = 0 if cache is None else cache.length  # the position of x's first row
+        if memory is None and self.rope is not None:
+            q, k = self.rope(q, offset), self.rope(k, offset)
+        if cache is not None:
+            k, v = cache.append(k, v)  # (batch, n_kv_heads, offset + T_q, d_h): the past and the new
+        bias = None
+        if memory is None and self.relative_bias is not None:
+            bias = self.relative_bias(q.shape[2], k.shape[2], offset)  # (heads, T_q, T_k)
+        k, v = _repeat_kv(k, self.n_rep), _repeat_kv(v, self.n_rep)  # (batch, heads, T_k, d_h)
+        if mask is not None and mask.dim() == 3:
+            mask = mask[:, None]  # (batch, 1, T_q, T_k): the same mask for every head
+        result = _scaled_dot_product_attention(  # chapter 4's equation; the arguments were checked above
+            q, k, v, mask, bias=bias, dropout_p=self.dropout if self.training else 0.0,
+            return_weights=return_weights, fast=self.fast)
+        out, weights = result if return_weights else (result, None)
+        out = self.w_o(_merge_heads(out))  # (batch, T_q, d_model)
+        return (out, weights) if return_weights else out
+
+    def _project(self, x: torch.Tensor, memory: torch.Tensor | None):
+        """Queries from ``x``, keys and values from ``memory`` (or ``x``), split into their heads."""
+        if self.fast and memory is None:  # the fast path: the same three projections as one matrix product
+            q, k, v = self._fused_qkv(x)
+        else:
+            source = x if memory is None else memory
+            q, k, v = self.w_q(x), self.w_k(source), self.w_v(source)
+        q = _split_heads(q, self.n_heads)  # (batch, T_q, d_model) -> (batch, heads, T_q, d_h)
+        k = _split_heads(k, self.n_kv_heads)  # (batch, T_k, n_kv_heads d_h) -> (batch, n_kv_heads, T_k, d_h)
+        v = _split_heads(v, self.n_kv_heads)  # (batch, T_k, n_kv_heads d_h) -> (batch, n_kv_heads, T_k, d_h)
+        return q, k, v
+
+    def _fused_qkv(self, x: torch.Tensor):
+        """``x W^Q, x W^K, x W^V`` from one product with the stacked ``(d_model + 2 d_kv, d_model)`` matrix."""
+        weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])  # (d_model + 2 d_kv, d_model)
+        bias = None if self.w_q.bias is None else torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
+        d_kv = self.n_kv_heads * self.d_h
+        return F.linear(x, weight, bias).split([self.d_model, d_kv, d_kv], dim=-1)  # (batch, T, d_model), 2 x d_kv
+
+    def extra_repr(self) -> str:
+        kv = "" if self.n_kv_heads == self.n_heads else f", n_kv_heads={self.n_kv_heads}"
+        return f"d_model={self.d_model}, n_heads={self.n_heads}{kv}, d_h={self.d_h}, fast={self.fast}"
+
     def _check(self, x, memory, mask, cache):
         require_float("x", x)
         require_rank("x", x, (3,), "(batch, T_q, d_model)")
@@ -104,55 +160,7 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError("cache: expected None for cross-attention (memory is given), got a cache")
         t_k = x.shape[1] if memory is None else memory.shape[1]
         t_k += 0 if cache is None else cache.length
-        if mask is not None:
-            require_tensor("mask", mask)
-            if mask.dim() == 4:
-                require_mask("mask", mask, (x.shape[0], self.n_heads, x.shape[1], t_k), "(batch, heads, T_q, T_k)")
-            else:
-                require_mask("mask", mask, (x.shape[0], x.shape[1], t_k), "(batch, T_q, T_k)")
-
-    def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
-                return_weights: bool = False, cache=None):
-        self._check(x, memory, mask, cache)
-        q, k, v = self._project(x, memory)  # (batch, heads, T_q, d_h), 2 x (batch, n_kv_heads, T_k, d_h)
-        offset = 0 if cache is None else cache.length  # the position of x's first row
-        if memory is None and self.rope is not None:
-            q, k = self.rope(q, offset), self.rope(k, offset)
-        if cache is not None:
-            k, v = cache.append(k, v)  # (batch, n_kv_heads, offset + T_q, d_h): the past and the new
-        bias = None
-        if memory is None and self.relative_bias is not None:
-            bias = self.relative_bias(q.shape[2], k.shape[2], offset)  # (heads, T_q, T_k)
-        k, v = repeat_kv(k, self.n_rep), repeat_kv(v, self.n_rep)  # (batch, heads, T_k, d_h)
-        if mask is not None and mask.dim() == 3:
-            mask = mask[:, None]  # (batch, 1, T_q, T_k): the same mask for every head
-        result = scaled_dot_product_attention(
-            q, k, v, mask, bias=bias, dropout_p=self.dropout if self.training else 0.0,
-            return_weights=return_weights, fast=self.fast,
-        )
-        out, weights = result if return_weights else (result, None)
-        out = self.w_o(merge_heads(out))  # (batch, T_q, d_model)
-        return (out, weights) if return_weights else out
-
-    def _project(self, x: torch.Tensor, memory: torch.Tensor | None):
-        """Queries from ``x``, keys and values from ``memory`` (or ``x``), split into their heads."""
-        if self.fast and memory is None:  # the fast path: the same three projections as one matrix product
-            q, k, v = self._fused_qkv(x)
-        else:
-            source = x if memory is None else memory
-            q, k, v = self.w_q(x), self.w_k(source), self.w_v(source)
-        q = split_heads(q, self.n_heads)  # (batch, T_q, d_model) -> (batch, heads, T_q, d_h)
-        k = split_heads(k, self.n_kv_heads)  # (batch, T_k, n_kv_heads d_h) -> (batch, n_kv_heads, T_k, d_h)
-        v = split_heads(v, self.n_kv_heads)  # (batch, T_k, n_kv_heads d_h) -> (batch, n_kv_heads, T_k, d_h)
-        return q, k, v
-
-    def _fused_qkv(self, x: torch.Tensor):
-        """``x W^Q, x W^K, x W^V`` from one product with the stacked ``(d_model + 2 d_kv, d_model)`` matrix."""
-        weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])  # (d_model + 2 d_kv, d_model)
-        bias = None if self.w_q.bias is None else torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
-        d_kv = self.n_kv_heads * self.d_h
-        return F.linear(x, weight, bias).split([self.d_model, d_kv, d_kv], dim=-1)  # (batch, T, d_model), 2 x d_kv
-
-    def extra_repr(self) -> str:
-        kv = "" if self.n_kv_heads == self.n_heads else f", n_kv_heads={self.n_kv_heads}"
-        return f"d_model={self.d_model}, n_heads={self.n_heads}{kv}, d_h={self.d_h}, fast={self.fast}"
+        if mask is not None:  # one check of the mask: attention below takes it as it is
+            per_head = isinstance(mask, torch.Tensor) and mask.dim() == 4
+            target = (x.shape[0], self.n_heads, x.shape[1], t_k) if per_head else (x.shape[0], x.shape[1], t_k)
+            require_mask("mask", mask, target, "(batch, heads, T_q, T_k)" if per_head else "(batch, T_q, T_k)")

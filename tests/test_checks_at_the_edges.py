@@ -1,0 +1,94 @@
+"""A public entry point checks each argument once; the package's own calls behind it do not check again.
+
+Every call of a ``require_*`` helper of ``transformer/_validate.py`` made from outside that module is
+recorded (with ``sys.setprofile``, so it does not matter how a module imported the helper) together
+with the argument name it checks. One call of an entry point must not check the same name twice with
+the same helper: before the cores (``_scaled_dot_product_attention``, ``_masked_softmax``, ...) one
+``MultiHeadAttention`` call checked its mask three times and ``x``'s rank five times.
+"""
+
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import torch
+
+import transformer as T
+from transformer import _validate
+
+VALIDATE = str(Path(_validate.__file__).resolve())
+
+
+def checks_made(call) -> Counter:
+    """``Counter((helper, argument name))`` of the checks ``call()`` makes."""
+    seen: Counter = Counter()
+
+    def profile(frame, event, arg):
+        if event != "call" or str(Path(frame.f_code.co_filename).resolve()) != VALIDATE:
+            return
+        caller = frame.f_back
+        if caller is not None and str(Path(caller.f_code.co_filename).resolve()) == VALIDATE:
+            return  # a helper calling another helper (require_mask -> require_tensor) is one check
+        seen[frame.f_code.co_name, frame.f_locals.get("name")] += 1
+
+    sys.setprofile(profile)
+    try:
+        call()
+    finally:
+        sys.setprofile(None)
+    return seen
+
+
+def r(*shape):
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+
+
+IDS = torch.tensor([[5, 6, 7, 0], [5, 6, 0, 0]])
+CAUSAL_4 = T.causal_mask(4)
+
+
+def gqa_with_cache():
+    mha = T.MultiHeadAttention(16, 4, n_kv_heads=2, rope=T.RotaryEmbedding(4, max_len=16))
+    cache = T.kv_cache.LayerCache()
+    mha(r(2, 3, 16), mask=T.causal_mask(3)[None], cache=cache)
+    return lambda: mha(r(2, 1, 16), mask=torch.ones(2, 1, 4, dtype=torch.bool), cache=cache)
+
+
+ENTRY_POINTS = {
+    "MultiHeadAttention, self, 3-d mask": lambda: T.MultiHeadAttention(16, 4)(r(2, 4, 16), mask=CAUSAL_4[None]),
+    "MultiHeadAttention, 4-d mask, weights": lambda: T.MultiHeadAttention(16, 4)(
+        r(2, 4, 16), mask=CAUSAL_4.expand(2, 4, 4, 4), return_weights=True),
+    "MultiHeadAttention, cross": lambda: T.MultiHeadAttention(16, 4)(
+        r(2, 4, 16), r(2, 6, 16), mask=torch.ones(2, 1, 6, dtype=torch.bool)),
+    "MultiHeadAttention, fast": lambda: T.MultiHeadAttention(16, 4, fast=True)(r(2, 4, 16), mask=CAUSAL_4),
+    "scaled_dot_product_attention": lambda: T.scaled_dot_product_attention(
+        r(2, 4, 8), r(2, 4, 8), r(2, 4, 8), CAUSAL_4, bias=r(4, 4), empty_rows="raise"),
+    "flash_attention": lambda: T.flash_attention(r(2, 4, 8), r(2, 4, 8), r(2, 4, 8), CAUSAL_4, block_size=2),
+    "masked_softmax": lambda: T.masked_softmax(r(2, 4, 4), CAUSAL_4),
+    "causal_padding_mask": lambda: T.causal_padding_mask(IDS, 0),
+    "split_heads": lambda: T.split_heads(r(2, 4, 16), 4),
+}
+
+
+@pytest.mark.parametrize("entry", ENTRY_POINTS)
+def test_an_entry_point_checks_each_argument_once(entry):
+    checks = checks_made(ENTRY_POINTS[entry])
+    assert checks, "the entry point made no check at all"
+    twice = {check: n for check, n in checks.items() if n > 1}
+    assert not twice, f"{entry} checked again: {twice}"
+
+
+def test_the_cache_step_checks_each_argument_once():
+    step = gqa_with_cache()
+    checks = checks_made(step)
+    assert checks[("require_mask", "mask")] == 1
+    assert not {check: n for check, n in checks.items() if n > 1}
+
+
+def test_the_recorder_sees_a_repeated_check():
+    """The recorder itself can fail: two public calls in a row check the mask twice."""
+    def twice():
+        T.masked_softmax(r(4, 4), CAUSAL_4)
+        T.masked_softmax(r(4, 4), CAUSAL_4)
+    assert checks_made(twice)[("require_mask", "mask")] == 2

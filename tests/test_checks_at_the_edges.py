@@ -4,7 +4,9 @@ Every call of a ``require_*`` helper of ``transformer/_validate.py`` made from o
 recorded (with ``sys.setprofile``, so it does not matter how a module imported the helper) together
 with the argument name it checks. One call of an entry point must not check the same name twice with
 the same helper: before the cores (``_scaled_dot_product_attention``, ``_masked_softmax``, ...) one
-``MultiHeadAttention`` call checked its mask three times and ``x``'s rank five times.
+``MultiHeadAttention`` call checked its mask three times and made seven rank checks named ``x``
+(its input, then the projections in split_heads, merge_heads and repeat_kv); ``causal_padding_mask``
+checked ``ids`` twice and ``scaled_dot_product_attention`` its mask twice.
 """
 
 import sys
@@ -49,7 +51,7 @@ CAUSAL_4 = T.causal_mask(4)
 
 
 def gqa_with_cache():
-    mha = T.MultiHeadAttention(16, 4, n_kv_heads=2, rope=T.RotaryEmbedding(4, max_len=16))
+    mha = T.MultiHeadAttention(16, 4, n_kv_heads=2)
     cache = T.kv_cache.LayerCache()
     mha(r(2, 3, 16), mask=T.causal_mask(3)[None], cache=cache)
     return lambda: mha(r(2, 1, 16), mask=torch.ones(2, 1, 4, dtype=torch.bool), cache=cache)

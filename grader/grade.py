@@ -23,6 +23,7 @@ from grader.run import grade_in_sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 SECRET_ENV = "GRADER_SECRET"  # the course's secret, from which each assignment's seed is derived
+DEADLINE_GRACE = 120  # seconds past its budget after which a submission's worker is stopped (see workers.run_all)
 
 
 def run_one(assignment: str, text: str, seed: int, box: Path, timeout: float, budget: float,
@@ -258,7 +259,9 @@ def _run_all(assignment: str, ready: list, save, jobs: int, **settings) -> None:
         except Exception as exc:  # noqa: BLE001 - a result that cannot be saved is that submission's problem
             by_key[key].note(f"its result could not be saved: {type(exc).__name__}")
 
-    workers.run_all(jobs_list, run_one, jobs, done, lambda key, why: by_key[key].note(why))
+    # the budget bounds the kernel's work; the deadline is the last guard, against a fault of the grader's own side
+    deadline = settings["budget"] + max(DEADLINE_GRACE, settings["timeout"])
+    workers.run_all(jobs_list, run_one, jobs, done, lambda key, why: by_key[key].note(why), deadline=deadline)
 
 
 def default_jobs() -> int:

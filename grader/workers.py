@@ -4,12 +4,15 @@ The parent makes every submission's box, hands the submission to a free worker, 
 result back. A worker that dies (killed, out of memory) costs only the submission it was grading:
 that submission is named as not graded, its box is removed by the parent, and a new worker takes
 the rest. Workers are forked (quick to start: they inherit the imported libraries) and each forgets
-the parent's sandbox uid and control groups, so each claims its own.
+the parent's sandbox uid and control groups, so each claims its own. A job that outlives its
+``deadline`` (the submission's budget and a grace: only a fault of the grader's own side can get there)
+has its worker killed, with the sandboxes it started (``--die-with-parent``), and is named as not graded.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import time
 from multiprocessing.connection import wait
 from typing import Callable
 
@@ -37,6 +40,7 @@ class _Worker:
         self.process.start()
         child.close()
         self.job = None  # (key, box) being graded
+        self.started = 0.0  # time.monotonic() when the job was handed over
 
     def stop(self) -> None:
         try:
@@ -45,15 +49,20 @@ class _Worker:
             pass
         self.process.join(5)
         if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
+            self.kill()
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.join()
 
 
-def run_all(jobs: list, work: Callable, workers: int, done: Callable, failed: Callable) -> None:
+def run_all(jobs: list, work: Callable, workers: int, done: Callable, failed: Callable,
+            deadline: float | None = None) -> None:
     """Grade every ``(key, kwargs)`` of ``jobs`` with ``work(box=..., **kwargs)`` on ``workers`` processes.
 
-    ``done(key, result)`` for each result, ``failed(key, why)`` for a submission that could not be graded.
-    Each job gets a new box (``sandbox.new_box``), removed here once the job is over, however it ended.
+    ``done(key, result)`` for each result, ``failed(key, why)`` for a submission that could not be graded
+    (its worker died, or it ran past ``deadline`` seconds). Each job gets a new box (``sandbox.new_box``),
+    removed here once the job is over, however it ended.
     """
     ctx = multiprocessing.get_context("fork")
     todo, pool = list(jobs), [_Worker(ctx, work) for _ in range(max(1, min(workers, len(jobs))))]
@@ -63,16 +72,30 @@ def run_all(jobs: list, work: Callable, workers: int, done: Callable, failed: Ca
                 if w.job is None and todo:
                     key, kwargs = todo.pop(0)
                     box = sandbox.new_box()
-                    w.job = (key, box)
+                    w.job, w.started = (key, box), time.monotonic()
                     w.conn.send((key, {**kwargs, "box": box}))
             busy = [w for w in pool if w.job]
-            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy])
+            left = None if deadline is None else max(0.0, min(w.started for w in busy) + deadline - time.monotonic())
+            ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=left)
             for w in list(busy):
                 if w.conn in ready or w.process.sentinel in ready:
                     _collect(w, ctx, work, pool, done, failed)
+                elif deadline is not None and time.monotonic() - w.started >= deadline:
+                    _overdue(w, ctx, work, pool, deadline, failed)
     finally:
         for w in pool:
             w.stop()
+
+
+def _overdue(w: _Worker, ctx, work, pool: list, deadline: float, failed: Callable) -> None:
+    """``w``'s job ran past the deadline: the worker is killed and replaced, the job named, its box removed."""
+    key, box = w.job
+    w.kill()
+    try:
+        failed(key, f"grading this file took longer than {deadline:g} s and was stopped; it was not graded")
+    finally:
+        sandbox.remove_box(box)
+        pool[pool.index(w)] = _Worker(ctx, work)
 
 
 def _collect(w: _Worker, ctx, work, pool: list, done: Callable, failed: Callable) -> None:

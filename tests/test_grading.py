@@ -24,11 +24,29 @@ NO_SCALE = """def attention(q, k, v, mask=None):
 
 
 @pytest.fixture(scope="module")
-def graded(tmp_path_factory):
+def runs(tmp_path_factory):
+    """The same batch graded by two runs at once: on two workers from a folder, and on one worker from
+    nbgrader's ``submitted/<student>/<assignment>/`` layout. Each run claims its own sandbox uid, boxes,
+    gradebook and output folder; neither may disturb the other."""
     subs = write_batch(tmp_path_factory.mktemp("submissions"))
     out = tmp_path_factory.mktemp("grading")
+    layout = tmp_path_factory.mktemp("layout")
+    (layout / "flat").mkdir()
+    flat = write_batch(layout / "flat")
+    for sub in sorted(flat.iterdir()):
+        student = sub.stem.removesuffix(f"_{A}")
+        (layout / "submitted" / student / A).mkdir(parents=True)
+        sub.rename(layout / "submitted" / student / A / f"{A}.ipynb")
+    beside = subprocess.Popen(grader_command(layout / "submitted", layout / "out", "--jobs", "1"), cwd=ROOT,
+                              env=venv_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     proc, rows = run_grader(subs, out, "--jobs", "2")  # two workers, whatever the machine's cores
-    return proc, rows, out / A
+    beside_out, _ = beside.communicate(timeout=600)
+    return {"folder": (proc, rows, out / A), "layout": (beside.returncode, beside_out, layout / "out" / A)}
+
+
+@pytest.fixture(scope="module")
+def graded(runs):
+    return runs["folder"]
 
 
 def write_batch(subs):
@@ -40,12 +58,19 @@ def write_batch(subs):
     return subs
 
 
+def grader_command(subs, out, *options) -> list[str]:
+    return [sys.executable, "-m", "grader", A, str(subs), "--out", str(out), *options]
+
+
 def run_grader(subs, out, *options, env=None):
-    proc = subprocess.run([sys.executable, "-m", "grader", A, str(subs), "--out", str(out), *options], cwd=ROOT,
+    proc = subprocess.run(grader_command(subs, out, *options), cwd=ROOT,
                           env=env or venv_env(), capture_output=True, text=True, timeout=600)
-    with open(out / A / "grades.csv", newline="", encoding="utf-8") as f:
-        rows = {r["student"]: r for r in csv.DictReader(f)}
-    return proc, rows
+    return proc, read_grades(out / A)
+
+
+def read_grades(folder):
+    with open(folder / "grades.csv", newline="", encoding="utf-8") as f:
+        return {r["student"]: r for r in csv.DictReader(f)}
 
 
 def test_every_submission_gets_a_row(graded):
@@ -107,23 +132,20 @@ def test_make_grade_writes_into_grading_folder(tmp_path):
     assert ignored.returncode == 0, "grading/ must be git-ignored"
 
 
-def test_one_worker_on_nbgraders_layout_grades_exactly_like_two_on_a_folder(graded, tmp_path):
+def test_one_worker_on_nbgraders_layout_grades_exactly_like_two_on_a_folder_at_the_same_time(runs):
     """Workers split the batch, and the batch may come as ``submitted/<student>/<assignment>/<notebook>.ipynb``,
-    as nbgrader lays it out; the grades, notes and pages must depend on neither."""
-    proc, rows, out = graded
-    (tmp_path / "flat").mkdir()
-    flat = write_batch(tmp_path / "flat")
-    for sub in sorted(flat.iterdir()):
-        student = sub.stem.removesuffix(f"_{A}")
-        (tmp_path / "submitted" / student / A).mkdir(parents=True)
-        sub.rename(tmp_path / "submitted" / student / A / f"{A}.ipynb")
-    proc1, rows1 = run_grader(tmp_path / "submitted", tmp_path / "out", "--jobs", "1")
-    assert "1 at a time" in proc1.stdout and "2 at a time" in proc.stdout
+    as nbgrader lays it out; the grades, notes and pages must depend on neither, nor on another run
+    grading beside this one."""
+    proc, rows, out = runs["folder"]
+    code1, stdout1, out1 = runs["layout"]
+    assert code1 == 0, stdout1
+    rows1 = read_grades(out1)
+    assert "1 at a time" in stdout1 and "2 at a time" in proc.stdout
     assert {s: r["file"] for s, r in rows1.items()} == dict.fromkeys(rows, f"{A}.ipynb")
     assert {s: {**r, "file": ""} for s, r in rows1.items()} == {s: {**r, "file": ""} for s, r in rows.items()}
-    assert sorted(p.name for p in (tmp_path / "out" / A / "results").iterdir()) == \
+    assert sorted(p.name for p in (out1 / "results").iterdir()) == \
         ["alice.json", "bob.json", "carol.json"], "every graded submission is saved as it finishes"
-    assert sorted(p.name for p in (tmp_path / "out" / A / "feedback").glob("*.html")) == \
+    assert sorted(p.name for p in (out1 / "feedback").glob("*.html")) == \
         sorted(p.name for p in (out / "feedback").glob("*.html"))
 
 

@@ -36,12 +36,12 @@ from functools import cache
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 from ..config import TransformerConfig
 from ..data import maskable, pad_batch
 from ..model import DecoderOnly, EncoderOnly
 from ..modes import eval_mode
+from ..pretraining import IGNORE_INDEX, masked_lm_loss
 from ..tokenization import SPECIAL_TOKENS, Vocabulary, WordTokenizer
 
 HERE = Path(__file__).parent
@@ -103,7 +103,7 @@ def blanks(ids: torch.Tensor, mask_id: int, n_specials: int = len(SPECIALS)) -> 
     """
     rows, cols = torch.nonzero(maskable(ids, range(n_specials)), as_tuple=True)  # (n_words,) each
     masked = ids[rows].clone()  # (n_words, T)
-    labels = torch.full_like(masked, -100)
+    labels = torch.full_like(masked, IGNORE_INDEX)
     here = torch.arange(len(rows))
     labels[here, cols] = masked[here, cols]
     masked[here, cols] = mask_id
@@ -116,6 +116,6 @@ def blank_loss(model: EncoderOnly, tokenizer: WordTokenizer, sentences: list[str
     total = 0.0
     with eval_mode(model):
         for i in range(0, len(masked), chunk):
-            logits = model(masked[i:i + chunk])  # (chunk, T, vocab)
-            total += F.cross_entropy(logits.flatten(0, 1), labels[i:i + chunk].flatten(), reduction="sum").item()
+            rows = (masked[i:i + chunk], labels[i:i + chunk])  # one blank per row: the mean over the rows' blanks
+            total += masked_lm_loss(model, rows).item() * len(rows[0])
     return total / len(masked)

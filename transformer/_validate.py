@@ -37,6 +37,15 @@ def require_rank(name: str, x, ranks: tuple[int, ...], layout: str) -> torch.Ten
     return x
 
 
+def require_min_rank(name: str, x, rank: int, layout: str) -> torch.Tensor:
+    """At least ``rank`` dimensions, the last ones spelled by ``layout``, e.g. ``"(..., T_q, T_k)"``."""
+    require_tensor(name, x)
+    if x.dim() < rank:
+        raise ValueError(f"{name}: expected at least {rank} dimension{'s' * (rank != 1)} {layout}, "
+                         f"got shape {shape_str(x)}")
+    return x
+
+
 TOKEN_ID_DTYPES = (torch.int64, torch.int32)  # what indexing an embedding matrix accepts
 
 

@@ -366,6 +366,9 @@ CASES = {
                                  m("x:", "at least 2 dimensions (..., seq, d)", "got shape (8)")),
     "mask_id as a string to mask_tokens": (lambda: T.mask_tokens(IDS_13, "3", 10), TypeError,
                                            m("mask_id:", "a token id in [0, 9]", "got str '3'")),
+    "one_hot with vocab_size 0": (lambda: T.one_hot([0], 0), ValueError, m("vocab_size:", "positive int", "got 0")),
+    "truncated to a float number of merges": (lambda: T.BPETokenizer.train(["a b"], 1).truncated(1.0), TypeError,
+                                              m("n_merges:", "an int in [0, 0]", "got float 1.0")),
     "only special ids to mask_tokens": (lambda: T.mask_tokens(IDS_13, 0, 4, special_ids=[1, 2, 3]), ValueError,
                                         m("special_ids:", "some ordinary tokens left", "got all 4 special")),
 }

@@ -37,7 +37,7 @@ def generate(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: torch.Te
     Stops after ``max_new_tokens`` or when every row has produced ``eos_id``;
     a row that has finished is padded with ``eos_id`` from then on.
     """
-    require_rank("prefix", prefix, (2,), "(batch, seq)")
+    _require_generation(prefix, max_new_tokens)
     ids = prefix
     done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
     for _ in range(max_new_tokens):
@@ -134,6 +134,11 @@ def beam_decode(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, s
 
 
 # ----------------------------------------------------------------------------- argument checks
+
+
+def _require_generation(prefix, max_new_tokens: int) -> None:
+    require_rank("prefix", prefix, (2,), "(batch, seq)")
+    require_int("max_new_tokens", max_new_tokens, low=0, expected="a whole number >= 0")
 
 
 def _require_search(prefix: list[int], beam_size: int, max_new_tokens: int) -> None:

@@ -120,4 +120,4 @@ class TransformerConfig:
         if self.pad_id is not None:
             size = min(self.vocab_size, self.src_vocab_size or self.vocab_size)
             require_int("pad_id", self.pad_id, 0, size - 1,
-                        expected=f"None (no padding) or an int, a token id in [0, {size})")
+                        expected=f"None (no padding) or an int that is a token id in [0, {size})")

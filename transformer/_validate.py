@@ -65,7 +65,7 @@ def require_token_ids(name: str, ids, vocab_size: int | None = None, ranks: tupl
     return ids
 
 
-def require_int(name: str, value, low: int | None = None, high: int | None = None,
+def require_int(name: str, value, low: int | None = None, high: int | None = None, *,
                 expected: str | None = None) -> int:
     """An ``int`` (not a bool) in ``[low, high]`` (a bound that is None is not checked).
 
@@ -80,6 +80,7 @@ def require_int(name: str, value, low: int | None = None, high: int | None = Non
 
 
 def require_positive_int(name: str, value) -> int:
+    """An int >= 1 (not a bool), e.g. a size or a count."""
     return require_int(name, value, low=1, expected="a positive int")
 
 
@@ -94,9 +95,9 @@ def require_number(name: str, value, low: float | None = None, high: float | Non
     want = expected or "a number" + _bounds(low, high, open_low, open_high)
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"{name}: expected {want}, got {type(value).__name__} {value!r}")
-    above = low is None or (value > low if open_low else value >= low)  # False for NaN
+    above = low is None or (value > low if open_low else value >= low)
     below = high is None or (value < high if open_high else value <= high)
-    if not (above and below) or value != value:  # value != value: NaN, which no bound catches
+    if value != value or not (above and below):  # value != value: NaN, which is in no interval
         raise ValueError(f"{name}: expected {want}, got {value}")
     return value
 

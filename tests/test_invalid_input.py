@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import transformer as T
+from transformer.decoding import beam_search
 from transformer.hf import from_hf
 from transformer.tokenization import Vocabulary
 
@@ -341,6 +342,39 @@ CASES = {
                                       m("prefix:", "expected 2 dimensions (batch, seq)", "got 1")),
     "cached generation beyond max_len": (lambda: T.generate_cached(T.DecoderOnly(cfg()), IDS_13, 7), ValueError,
                                          m("ids:", "at most max_len=8 positions", "got 9")),
+    # ---- the shared checks of _validate: bounds and types that used to slip through
+    "NaN temperature to softmax_with_temperature": (lambda: T.softmax_with_temperature(r(2, 5), float("nan")),
+                                                    ValueError, m("temperature:", "a number > 0", "got nan")),
+    "NaN temperature to sample_next": (lambda: T.sample_next(r(2, 5), float("nan")), ValueError,
+                                       m("temperature:", "a number > 0", "got nan")),
+    "NaN p to top_p_filter": (lambda: T.top_p_filter(r(2, 5), float("nan")), ValueError,
+                              m("p:", "(0, 1]", "got nan")),
+    "a string temperature to sampling_distribution": (lambda: T.sampling_distribution(r(2, 5), "hot"), TypeError,
+                                                      m("temperature:", "a number > 0", "got str 'hot'")),
+    "top_k=0 to greedy sample_next": (lambda: T.sample_next(r(2, 5), 0.0, top_k=0), ValueError,
+                                      m("k:", "whole number >= 1", "got 0")),
+    "a float beam_size to beam_search": (lambda: beam_search(lambda ids: r(1, ids.shape[1], 5), [1], 2.0, 3, 2),
+                                         TypeError, m("beam_size:", "whole number >= 1", "got float 2.0")),
+    "a fractional max_new_tokens to generate": (lambda: T.generate(lambda ids: r(1, ids.shape[1], 5), IDS_13, 2.5),
+                                                TypeError, m("max_new_tokens:", "whole number >= 0", "got float 2.5")),
+    "a negative max_new_tokens to generate": (lambda: T.generate(lambda ids: r(1, ids.shape[1], 5), IDS_13, -1),
+                                              ValueError, m("max_new_tokens:", "whole number >= 0", "got -1")),
+    "dropout as a string": (lambda: cfg(dropout="0.1"), TypeError, m("dropout:", "[0, 1)", "got str '0.1'")),
+    "NaN dropout": (lambda: cfg(dropout=float("nan")), ValueError, m("dropout:", "[0, 1)", "got nan")),
+    "rope_base as a string": (lambda: cfg(rope_base="1e4"), TypeError, m("rope_base:", "number > 0", "got str")),
+    "SinusoidalPositionalEncoding negative offset": (lambda: T.SinusoidalPositionalEncoding(16)(r(1, 3, 16), -1),
+                                                     ValueError, m("offset:", "an int >= 0", "got -1")),
+    "LearnedPositionalEncoding float offset": (lambda: T.LearnedPositionalEncoding(16)(r(1, 3, 16), 1.0), TypeError,
+                                               m("offset:", "an int >= 0", "got float 1.0")),
+    "apply_rope of one vector": (lambda: T.apply_rope(r(8)), ValueError,
+                                 m("x:", "at least 2 dimensions (..., seq, d)", "got shape (8)")),
+    "mask_id as a string to mask_tokens": (lambda: T.mask_tokens(IDS_13, "3", 10), TypeError,
+                                           m("mask_id:", "a token id in [0, 9]", "got str '3'")),
+    "one_hot with vocab_size 0": (lambda: T.one_hot([0], 0), ValueError, m("vocab_size:", "positive int", "got 0")),
+    "truncated to a float number of merges": (lambda: T.BPETokenizer.train(["a b"], 1).truncated(1.0), TypeError,
+                                              m("n_merges:", "an int in [0, 0]", "got float 1.0")),
+    "only special ids to mask_tokens": (lambda: T.mask_tokens(IDS_13, 0, 4, special_ids=[1, 2, 3]), ValueError,
+                                        m("special_ids:", "some ordinary tokens left", "got all 4 special")),
 }
 
 

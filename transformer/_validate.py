@@ -37,6 +37,15 @@ def require_rank(name: str, x, ranks: tuple[int, ...], layout: str) -> torch.Ten
     return x
 
 
+def require_min_rank(name: str, x, rank: int, layout: str) -> torch.Tensor:
+    """At least ``rank`` dimensions, the last ones spelled by ``layout``, e.g. ``"(..., T_q, T_k)"``."""
+    require_tensor(name, x)
+    if x.dim() < rank:
+        raise ValueError(f"{name}: expected at least {rank} dimension{'s' * (rank != 1)} {layout}, "
+                         f"got shape {shape_str(x)}")
+    return x
+
+
 TOKEN_ID_DTYPES = (torch.int64, torch.int32)  # what indexing an embedding matrix accepts
 
 
@@ -56,12 +65,66 @@ def require_token_ids(name: str, ids, vocab_size: int | None = None, ranks: tupl
     return ids
 
 
-def require_positive_int(name: str, value) -> int:
+def require_int(name: str, value, low: int | None = None, high: int | None = None, *,
+                expected: str | None = None) -> int:
+    """An ``int`` (not a bool) in ``[low, high]`` (a bound that is None is not checked).
+
+    ``expected`` replaces the default wording (``"an int >= 0"``, ``"an int in [0, 9]"``) in both errors.
+    """
+    want = expected or "an int" + _bounds(low, high, False, False)
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name}: expected a positive int, got {type(value).__name__} {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name}: expected a positive int, got {value}")
+        raise TypeError(f"{name}: expected {want}, got {type(value).__name__} {value!r}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{name}: expected {want}, got {value}")
     return value
+
+
+def require_positive_int(name: str, value) -> int:
+    """An int >= 1 (not a bool), e.g. a size or a count."""
+    return require_int(name, value, low=1, expected="a positive int")
+
+
+def require_number(name: str, value, low: float | None = None, high: float | None = None, *,
+                   open_low: bool = False, open_high: bool = False, expected: str | None = None) -> float:
+    """An int or float (not a bool, not NaN) between ``low`` and ``high``, each end included unless
+    ``open_low`` / ``open_high`` (a bound that is None is not checked).
+
+    The default wording names the interval: ``"a number > 0"``, ``"a number in (0, 1]"``; ``expected``
+    replaces it in both errors.
+    """
+    want = expected or "a number" + _bounds(low, high, open_low, open_high)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name}: expected {want}, got {type(value).__name__} {value!r}")
+    above = low is None or (value > low if open_low else value >= low)
+    below = high is None or (value < high if open_high else value <= high)
+    if value != value or not (above and below):  # value != value: NaN, which is in no interval
+        raise ValueError(f"{name}: expected {want}, got {value}")
+    return value
+
+
+def require_probability(name: str, value, *, open_low: bool = False, open_high: bool = False) -> float:
+    """A number in ``[0, 1]`` (an end excluded with ``open_low`` / ``open_high``): ``"a probability in [0, 1)"``."""
+    interval = _bounds(0, 1, open_low, open_high)
+    return require_number(name, value, 0, 1, open_low=open_low, open_high=open_high,
+                          expected="a probability" + interval)
+
+
+def require_bool(name: str, value) -> bool:
+    """``True`` or ``False`` itself: not 0, 1 or a string such as ``"no"``."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _bounds(low, high, open_low: bool, open_high: bool) -> str:
+    """How an interval reads after "an int" or "a number": ``" >= 1"``, ``" < 5"``, ``" in (0, 1]"``, or ``""``."""
+    if low is not None and high is not None:
+        return f" in {'(' if open_low else '['}{low}, {high}{')' if open_high else ']'}"
+    if low is not None:
+        return f" {'>' if open_low else '>='} {low}"
+    if high is not None:
+        return f" {'<' if open_high else '<='} {high}"
+    return ""
 
 
 def require_choice(name: str, value, choices) -> None:
@@ -76,6 +139,25 @@ def require_divisible(d_model: int, n_heads: int) -> int:
             f"is whole, got d_model={d_model}"
         )
     return d_model // n_heads
+
+
+def require_divisor(name: str, value, whole_name: str, whole: int, why: str = "") -> int:
+    """A positive int that divides ``whole`` (the argument ``whole_name``, already checked); returns
+    ``whole // value``. ``why`` says, in the error, why it must divide: ``"n_kv_heads: expected a divisor of
+    n_heads=8 (each kv head serves a whole group of query heads), got 3"``."""
+    require_positive_int(name, value)
+    if whole % value:
+        reason = f" ({why})" if why else ""
+        raise ValueError(f"{name}: expected a divisor of {whole_name}={whole}{reason}, got {value}")
+    return whole // value
+
+
+def require_last_dim(name: str, x, size: int, size_name: str = "d_model") -> torch.Tensor:
+    """A tensor whose last dimension is ``size``, e.g. ``(..., d_model)``."""
+    require_tensor(name, x)
+    if x.dim() < 1 or x.shape[-1] != size:
+        raise ValueError(f"{name}: expected {size_name}={size} in the last dimension, got shape {shape_str(x)}")
+    return x
 
 
 def require_mask(name: str, mask, target: tuple[int, ...], layout: str) -> torch.Tensor:

@@ -19,14 +19,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._validate import require_choice, require_divisible, require_positive_int
+from ._validate import (
+    require_bool,
+    require_choice,
+    require_divisible,
+    require_divisor,
+    require_int,
+    require_number,
+    require_positive_int,
+    require_probability,
+)
 from .feedforward import ACTIVATIONS, FFN_KINDS
 from .positional import check_positional
-
-
-def _require_bool(name: str, value) -> None:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name}: expected True or False, got {type(value).__name__} {value!r}")
 
 
 @dataclass
@@ -62,55 +66,6 @@ class TransformerConfig:
     linear_bias: bool = True  # biases in the attention and feed-forward projections (Llama: False)
     rope_base: float = 10000.0  # RoPE's base: omega_i = rope_base ** (-2i / d_head) (Llama's rope_theta)
 
-    def __post_init__(self):
-        for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
-            require_positive_int(name, getattr(self, name))
-        for name in ("src_vocab_size", "n_decoder_layers"):
-            if getattr(self, name) is not None:
-                require_positive_int(name, getattr(self, name))
-        require_divisible(self.d_model, self.n_heads)
-        check_positional(self)  # a known scheme that fits these sizes (RoPE needs an even d_h)
-        require_choice("norm", self.norm, ("layer", "rms"))
-        require_choice("activation", self.activation, ACTIVATIONS)
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout: expected a probability in [0, 1), got {self.dropout}")
-        self._check_modern()
-        for name in ("scale_embeddings", "embedding_norm", "head_transform", "head_bias", "linear_bias"):
-            _require_bool(name, getattr(self, name))
-        if isinstance(self.type_vocab_size, bool) or not isinstance(self.type_vocab_size, int):
-            raise TypeError(f"type_vocab_size: expected an int >= 0 (0 = no token types), "
-                            f"got {type(self.type_vocab_size).__name__} {self.type_vocab_size!r}")
-        if self.type_vocab_size < 0:
-            raise ValueError(f"type_vocab_size: expected an int >= 0 (0 = no token types), got {self.type_vocab_size}")
-        self._check_pad_id()
-        if self.share_embeddings and self.src_vocab_size not in (None, self.vocab_size):
-            raise ValueError(
-                f"src_vocab_size: expected None or vocab_size={self.vocab_size} with share_embeddings=True "
-                f"(one vocabulary for both languages), got {self.src_vocab_size}"
-            )
-
-    def _check_modern(self) -> None:
-        """The fields of chapter 12: key/value heads that divide the heads, a known feed-forward, a RoPE base."""
-        if self.n_kv_heads is not None:
-            require_positive_int("n_kv_heads", self.n_kv_heads)
-            if self.n_heads % self.n_kv_heads:
-                raise ValueError(f"n_kv_heads: expected None or a divisor of n_heads={self.n_heads} (each kv head "
-                                 f"serves a whole group of query heads), got {self.n_kv_heads}")
-        require_choice("ffn", self.ffn, FFN_KINDS)
-        if isinstance(self.rope_base, bool) or not isinstance(self.rope_base, (int, float)) or self.rope_base <= 0:
-            raise ValueError(f"rope_base: expected a number > 0, got {self.rope_base!r}")
-
-    def _check_pad_id(self) -> None:
-        """``pad_id`` is None or a token id of every vocabulary the model embeds."""
-        if self.pad_id is None:
-            return
-        size = min(self.vocab_size, self.src_vocab_size or self.vocab_size)
-        if isinstance(self.pad_id, bool) or not isinstance(self.pad_id, int):
-            raise TypeError(f"pad_id: expected None (no padding) or an int token id, "
-                            f"got {type(self.pad_id).__name__} {self.pad_id!r}")
-        if not 0 <= self.pad_id < size:
-            raise ValueError(f"pad_id: expected None (no padding) or a token id in [0, {size}), got {self.pad_id}")
-
     @property
     def d_head(self) -> int:
         return self.d_model // self.n_heads
@@ -127,3 +82,42 @@ class TransformerConfig:
     @property
     def use_final_norm(self) -> bool:
         return self.norm_first if self.final_norm is None else self.final_norm
+
+    # ----------------------------------------------------------------- argument checks, when a config is made
+
+    def __post_init__(self):
+        for name in ("vocab_size", "d_model", "n_heads", "d_ff", "n_layers", "max_len"):
+            require_positive_int(name, getattr(self, name))
+        for name in ("src_vocab_size", "n_decoder_layers"):
+            if getattr(self, name) is not None:
+                require_positive_int(name, getattr(self, name))
+        require_divisible(self.d_model, self.n_heads)
+        check_positional(self)  # a known scheme that fits these sizes (RoPE needs an even d_h)
+        require_choice("norm", self.norm, ("layer", "rms"))
+        require_choice("activation", self.activation, ACTIVATIONS)
+        require_probability("dropout", self.dropout, open_high=True)
+        self._check_modern()
+        for name in ("scale_embeddings", "embedding_norm", "head_transform", "head_bias", "linear_bias"):
+            require_bool(name, getattr(self, name))
+        require_int("type_vocab_size", self.type_vocab_size, low=0, expected="an int >= 0 (0 = no token types)")
+        self._check_pad_id()
+        if self.share_embeddings and self.src_vocab_size not in (None, self.vocab_size):
+            raise ValueError(
+                f"src_vocab_size: expected None or vocab_size={self.vocab_size} with share_embeddings=True "
+                f"(one vocabulary for both languages), got {self.src_vocab_size}"
+            )
+
+    def _check_modern(self) -> None:
+        """The fields of chapter 12: key/value heads that divide the heads, a known feed-forward, a RoPE base."""
+        if self.n_kv_heads is not None:
+            require_divisor("n_kv_heads", self.n_kv_heads, "n_heads", self.n_heads,
+                            "each kv head serves a whole group of query heads")
+        require_choice("ffn", self.ffn, FFN_KINDS)
+        require_number("rope_base", self.rope_base, low=0, open_low=True)
+
+    def _check_pad_id(self) -> None:
+        """``pad_id`` is None or a token id of every vocabulary the model embeds."""
+        if self.pad_id is not None:
+            size = min(self.vocab_size, self.src_vocab_size or self.vocab_size)
+            require_int("pad_id", self.pad_id, 0, size - 1,
+                        expected=f"None (no padding) or an int that is a token id in [0, {size})")

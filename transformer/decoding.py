@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from ._validate import require_rank, require_tensor
+from ._validate import require_int, require_number, require_rank, require_tensor
 from .modes import eval_mode
 from .sampling import sample_next
 
@@ -15,8 +15,7 @@ from .sampling import sample_next
 def softmax_with_temperature(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
     """``softmax(logits / T)`` over the last dimension; small ``T`` sharpens, large ``T`` flattens."""
     require_tensor("logits", logits)
-    if temperature <= 0:
-        raise ValueError(f"temperature: expected a number > 0, got {temperature}")
+    require_number("temperature", temperature, low=0, open_low=True)
     return (logits / temperature).softmax(dim=-1)
 
 
@@ -38,7 +37,7 @@ def generate(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: torch.Te
     Stops after ``max_new_tokens`` or when every row has produced ``eos_id``;
     a row that has finished is padded with ``eos_id`` from then on.
     """
-    require_rank("prefix", prefix, (2,), "(batch, seq)")
+    _require_generation(prefix, max_new_tokens)
     ids = prefix
     done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
     for _ in range(max_new_tokens):
@@ -95,12 +94,7 @@ def beam_search(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: list[
     search ends when ``beam_size`` hypotheses have finished or after ``max_new_tokens`` steps.
     Returns (ids with the prefix, normalised score). ``beam_size = 1`` is greedy decoding.
     """
-    if not isinstance(beam_size, int) or beam_size < 1:
-        raise ValueError(f"beam_size: expected a whole number >= 1, got {beam_size!r}")
-    if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens: expected a whole number >= 1, got {max_new_tokens!r}")
-    if len(prefix) == 0:
-        raise ValueError("prefix: expected at least one token (e.g. <sos>), got an empty list")
+    _require_search(prefix, beam_size, max_new_tokens)
 
     def normalised(logp: float, n_new: int) -> float:
         return logp / n_new ** alpha
@@ -127,9 +121,7 @@ def beam_search(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: list[
 def beam_decode(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, sos_id: int, eos_id: int,
                 alpha: float = 1.0) -> list[int]:
     """Translate one sentence ``src (1, S)`` with an :class:`~transformer.model.EncoderDecoder` by beam search."""
-    require_rank("src", src, (2,), "(1, seq)")
-    if src.shape[0] != 1:
-        raise ValueError(f"src: expected one sentence, shape (1, seq), got {tuple(src.shape)}")
+    _require_one_sentence(src)
     with eval_mode(model):
         memory, src_mask = model.encode(src)
 
@@ -139,3 +131,24 @@ def beam_decode(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, s
 
         ids, _ = beam_search(logits_fn, [sos_id], beam_size, max_new_tokens, eos_id, alpha)
     return ids
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _require_generation(prefix, max_new_tokens: int) -> None:
+    require_rank("prefix", prefix, (2,), "(batch, seq)")
+    require_int("max_new_tokens", max_new_tokens, low=0, expected="a whole number >= 0")
+
+
+def _require_search(prefix: list[int], beam_size: int, max_new_tokens: int) -> None:
+    require_int("beam_size", beam_size, low=1, expected="a whole number >= 1")
+    require_int("max_new_tokens", max_new_tokens, low=1, expected="a whole number >= 1")
+    if len(prefix) == 0:
+        raise ValueError("prefix: expected at least one token (e.g. <sos>), got an empty list")
+
+
+def _require_one_sentence(src) -> None:
+    require_rank("src", src, (2,), "(1, seq)")
+    if src.shape[0] != 1:
+        raise ValueError(f"src: expected one sentence, shape (1, seq), got {tuple(src.shape)}")

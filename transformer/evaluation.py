@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ._validate import require_positive_int
+from ._validate import require_number, require_positive_int
 from .data import ADJECTIVES, EXAMPLE_SENTENCE, OBJECT_NOUNS, PRONOUNS, all_pairs
 from .modes import eval_mode
 from .train import translation_loss
@@ -47,15 +47,7 @@ def systematic_splits(pairs: Sequence[tuple[str, str]] | None = None, seed: int 
     ``fraction`` to validation, ``fraction`` to test (the running example "I ate an apple" among
     them), and the others to training.
     """
-    if not 0.0 < fraction < 0.5:
-        raise ValueError(f"fraction: expected a fraction in (0, 0.5), got {fraction}")
-    known = {n.english for n in OBJECT_NOUNS}
-    adjectives = {a for a, _ in ADJECTIVES}
-    for adjective, noun in unseen_combinations:
-        if adjective not in adjectives or noun not in known:
-            raise ValueError(f"unseen_combinations: expected (adjective, noun) of the grammar, got {(adjective, noun)}")
-    if unseen_noun not in known:
-        raise ValueError(f"unseen_noun: expected one of {sorted(known)}, got {unseen_noun!r}")
+    _require_held_out(fraction, unseen_combinations, unseen_noun)
     pairs = list(all_pairs() if pairs is None else pairs)
     combos = {f"{a} {n}" for a, n in unseen_combinations}
     splits: dict[str, list[tuple[str, str]]] = {"unseen_noun": [], "unseen_combination": []}
@@ -85,9 +77,7 @@ def corpus_scores(hypotheses: Sequence[str], references: Sequence[str]) -> dict:
     """
     import sacrebleu
 
-    if len(hypotheses) != len(references) or not references:
-        raise ValueError(f"hypotheses: expected one per reference ({len(references)}, at least 1), "
-                         f"got {len(hypotheses)}")
+    _require_one_per_reference(hypotheses, references)
     bleu, chrf = sacrebleu.metrics.BLEU(), sacrebleu.metrics.CHRF()
     refs = [list(references)]
     return {"BLEU": bleu.corpus_score(list(hypotheses), refs).score, "chrF": chrf.corpus_score(list(hypotheses),
@@ -147,3 +137,24 @@ class ValidationLoss:
             value = translation_loss(self.model, self.batch, self.pad_id, self.label_smoothing).item()
         self.steps.append(step)
         self.losses.append(value)
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _require_held_out(fraction, unseen_combinations, unseen_noun) -> None:
+    """:func:`systematic_splits`' held-out sets: a fraction below one half, words of the grammar."""
+    require_number("fraction", fraction, 0, 0.5, open_low=True, open_high=True, expected="a fraction in (0, 0.5)")
+    known = {n.english for n in OBJECT_NOUNS}
+    adjectives = {a for a, _ in ADJECTIVES}
+    for adjective, noun in unseen_combinations:
+        if adjective not in adjectives or noun not in known:
+            raise ValueError(f"unseen_combinations: expected (adjective, noun) of the grammar, got {(adjective, noun)}")
+    if unseen_noun not in known:
+        raise ValueError(f"unseen_noun: expected one of {sorted(known)}, got {unseen_noun!r}")
+
+
+def _require_one_per_reference(hypotheses, references) -> None:
+    if len(hypotheses) != len(references) or not references:
+        raise ValueError(f"hypotheses: expected one per reference ({len(references)}, at least 1), "
+                         f"got {len(hypotheses)}")

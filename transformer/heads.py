@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate import require_choice, require_float, require_positive_int, shape_str
+from ._validate import require_choice, require_float, require_last_dim, require_positive_int
 from .embedding import TokenEmbedding
 from .feedforward import ACTIVATIONS
 from .norm import make_norm
@@ -63,16 +63,7 @@ class OutputHead(nn.Module):
         require_positive_int("d_model", d_model)
         require_positive_int("vocab_size", vocab_size)
         if tie_to is not None:
-            weight = getattr(tie_to, "weight", None)
-            if not isinstance(weight, nn.Parameter):
-                raise TypeError(f"tie_to: expected an embedding module with a `weight` Parameter, "
-                                f"got {type(tie_to).__name__}")
-            if tuple(weight.shape) != (vocab_size, d_model):
-                raise ValueError(
-                    f"tie_to: expected an embedding of shape (vocab_size={vocab_size}, d_model={d_model}), "
-                    f"got {tuple(weight.shape)}"
-                )
-            self.weight = weight  # the same Parameter: one matrix, two uses
+            self.weight = _require_tie(tie_to, vocab_size, d_model)  # the same Parameter: one matrix, two uses
         else:
             self.weight = nn.Parameter(torch.randn(vocab_size, d_model) / math.sqrt(d_model))
         self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
@@ -82,8 +73,7 @@ class OutputHead(nn.Module):
 
     def forward(self, h: torch.Tensor) -> torch.Tensor:
         require_float("h", h)
-        if h.dim() < 1 or h.shape[-1] != self.d_model:
-            raise ValueError(f"h: expected d_model={self.d_model} in the last dimension, got shape {shape_str(h)}")
+        require_last_dim("h", h, self.d_model)
         if self.transform is not None:
             h = self.transform(h)  # (batch, seq, d_model)
         return F.linear(h, self.weight, self.bias)  # (batch, seq, d_model) @ W^T -> (batch, seq, vocab)
@@ -100,3 +90,17 @@ def head_for(cfg, embedding: TokenEmbedding) -> OutputHead:
         transform = HeadTransform(cfg.d_model, cfg.activation, cfg.norm, cfg.norm_eps, cfg.fast)
     tie_to = embedding if cfg.tie_weights else None
     return OutputHead(cfg.d_model, cfg.vocab_size, tie_to, bias=cfg.head_bias, transform=transform)
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _require_tie(tie_to, vocab_size: int, d_model: int) -> nn.Parameter:
+    """The ``weight`` Parameter of ``tie_to``, an embedding of shape ``(vocab_size, d_model)``."""
+    weight = getattr(tie_to, "weight", None)
+    if not isinstance(weight, nn.Parameter):
+        raise TypeError(f"tie_to: expected an embedding module with a `weight` Parameter, got {type(tie_to).__name__}")
+    if tuple(weight.shape) != (vocab_size, d_model):
+        raise ValueError(f"tie_to: expected an embedding of shape (vocab_size={vocab_size}, d_model={d_model}), "
+                         f"got {tuple(weight.shape)}")
+    return weight

@@ -49,18 +49,6 @@ def _transformers():
     return transformers
 
 
-def _refuse(name: str, got, expected) -> None:
-    """Stop at a Hugging Face config value that our configuration cannot express."""
-    if got != expected:
-        raise ValueError(f"config.{name}: expected {expected!r} (the only value this package expresses), got {got!r}")
-
-
-def _activation(name: str, value) -> str:
-    if value not in HF_ACTIVATIONS:
-        raise ValueError(f"config.{name}: expected one of {sorted(HF_ACTIVATIONS)}, got {value!r}")
-    return HF_ACTIVATIONS[value]
-
-
 def gpt2_config(c) -> TransformerConfig:
     """Our configuration of a ``GPT2Config``: pre-norm, learned positions, GELU (tanh), unscaled embeddings."""
     _refuse("scale_attn_weights", c.scale_attn_weights, True)
@@ -205,7 +193,7 @@ def from_hf(model: nn.Module) -> DecoderOnly | EncoderOnly:
     other than relu/gelu/gelu_new/gelu_pytorch_tanh, cross-attention) raises a ``ValueError`` naming the field.
     """
     if not isinstance(model, nn.Module):
-        raise TypeError(f"model: expected a Hugging Face {', '.join(SUPPORTED)}, got {type(model).__name__}")
+        raise _unsupported(model)
     tf = _transformers()
     if isinstance(model, (tf.GPT2LMHeadModel, tf.GPT2Model)):
         gpt2 = model.transformer if isinstance(model, tf.GPT2LMHeadModel) else model
@@ -222,5 +210,25 @@ def from_hf(model: nn.Module) -> DecoderOnly | EncoderOnly:
     elif isinstance(model, (tf.LlamaForCausalLM, tf.LlamaModel)):
         ours = _from_llama(model, tf)
     else:
-        raise TypeError(f"model: expected a Hugging Face {', '.join(SUPPORTED)}, got {type(model).__name__}")
+        raise _unsupported(model)
     return ours.train(model.training)
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _refuse(name: str, got, expected) -> None:
+    """Stop at a Hugging Face config value that our configuration cannot express."""
+    if got != expected:
+        raise ValueError(f"config.{name}: expected {expected!r} (the only value this package expresses), got {got!r}")
+
+
+def _activation(name: str, value) -> str:
+    """Our name of Hugging Face's activation ``value``; one we do not compute exactly is refused."""
+    if value not in HF_ACTIVATIONS:
+        raise ValueError(f"config.{name}: expected one of {sorted(HF_ACTIVATIONS)}, got {value!r}")
+    return HF_ACTIVATIONS[value]
+
+
+def _unsupported(model) -> TypeError:
+    return TypeError(f"model: expected a Hugging Face {', '.join(SUPPORTED)}, got {type(model).__name__}")

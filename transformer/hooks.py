@@ -143,15 +143,8 @@ def residual_stream(blocks: EncoderBlock | Encoder | Iterable[EncoderBlock], x: 
     """
     require_float("x", x)
     require_rank("x", x, (3,), "(batch, seq, d_model)")
-    x_in, final = x, None
-    if isinstance(blocks, EncoderBlock):
-        blocks = [blocks]
-    elif isinstance(blocks, Encoder):
-        final, blocks = blocks.norm, list(blocks.layers)
-    blocks = list(blocks)
-    for block in blocks:
-        if not isinstance(block, EncoderBlock):
-            raise TypeError(f"blocks: expected EncoderBlock modules, got {type(block).__name__}")
+    x_in = x
+    blocks, final = _encoder_blocks(blocks)
     pre = {str(i): b.norm2 for i, b in enumerate(blocks) if b.norm_first}  # x + Attn(Norm(x)) enters norm2
     post = {str(i): b.norm1 for i, b in enumerate(blocks) if not b.norm_first}  # Norm(x + Attn(x)) leaves norm1
     with recorded(pre, "input") as entering, recorded(post) as leaving, \
@@ -167,3 +160,21 @@ def residual_stream(blocks: EncoderBlock | Encoder | Iterable[EncoderBlock], x: 
         states.append(final(x))
         labels.append("final norm")
     return states, labels
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _encoder_blocks(blocks) -> tuple[list[EncoderBlock], nn.Module | None]:
+    """``blocks`` of :func:`residual_stream` as a list of :class:`EncoderBlock`, and the final norm of an
+    :class:`Encoder` (None otherwise)."""
+    final = None
+    if isinstance(blocks, EncoderBlock):
+        blocks = [blocks]
+    elif isinstance(blocks, Encoder):
+        final, blocks = blocks.norm, list(blocks.layers)
+    blocks = list(blocks)
+    for block in blocks:
+        if not isinstance(block, EncoderBlock):
+            raise TypeError(f"blocks: expected EncoderBlock modules, got {type(block).__name__}")
+    return blocks, final

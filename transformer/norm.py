@@ -12,13 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._validate import require_float, require_positive_int, shape_str
-
-
-def _check(name: str, x: torch.Tensor, d_model: int) -> None:
-    require_float(name, x)
-    if x.dim() < 1 or x.shape[-1] != d_model:
-        raise ValueError(f"{name}: expected d_model={d_model} in the last dimension, got shape {shape_str(x)}")
+from ._validate import require_float, require_last_dim, require_positive_int
 
 
 class LayerNorm(nn.Module):
@@ -70,3 +64,12 @@ def make_norm(kind: str, d_model: int, eps: float = 1e-5, fast: bool = False) ->
     if kind == "rms":
         return RMSNorm(d_model, eps)
     raise ValueError(f"norm: expected 'layer' or 'rms', got {kind!r}")
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _check(name: str, x: torch.Tensor, d_model: int) -> None:
+    """A floating-point ``x (..., d_model)``."""
+    require_float(name, x)
+    require_last_dim(name, x, d_model)

@@ -23,7 +23,16 @@ from typing import ClassVar
 import torch
 from torch import nn
 
-from ._validate import require_choice, require_positive_int, require_rank, require_tensor, shape_str
+from ._validate import (
+    require_choice,
+    require_int,
+    require_last_dim,
+    require_min_rank,
+    require_positive_int,
+    require_rank,
+    require_tensor,
+    shape_str,
+)
 
 
 class ActsOn(str, Enum):
@@ -65,11 +74,7 @@ def shift_matrix(c: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
     It is block diagonal: each (sin, cos) pair is rotated by the angle ``c * omega_i``.
     The matrix does not depend on ``t``, which is what makes the encoding relative.
     """
-    if isinstance(c, bool) or not isinstance(c, int):
-        raise TypeError(f"c: expected an int offset, got {type(c).__name__}")
-    require_positive_int("d_model", d_model)
-    if d_model % 2:
-        raise ValueError(f"d_model: expected an even d_model so every sine has its cosine, got {d_model}")
+    _require_shift(c, d_model)
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
     for i, w in enumerate(_frequencies(d_model, base)):
         a = c * w
@@ -78,22 +83,6 @@ def shift_matrix(c: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
         m[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.stack([torch.stack([cos, sin]),
                                                                torch.stack([-sin, cos])])
     return m.float()
-
-
-def _check_length(name: str, seq: int, max_len: int) -> None:
-    if seq > max_len:
-        raise ValueError(
-            f"{name}: expected a sequence of at most max_len={max_len} positions, got {seq}; "
-            "build the encoding with a larger max_len"
-        )
-
-
-def _check_added(x: torch.Tensor, max_len: int, d_model: int, offset: int = 0) -> None:
-    """An encoding added to ``x (batch, seq, d_model)``, whose first row is at ``offset``, needs a row for each."""
-    require_rank("x", x, (3,), "(batch, seq, d_model)")
-    _check_length("x", offset + x.shape[1], max_len)
-    if x.shape[2] != d_model:
-        raise ValueError(f"x: expected d_model={d_model} in the last dimension, got shape {shape_str(x)}")
 
 
 class SinusoidalPositionalEncoding(nn.Module):
@@ -111,7 +100,7 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.max_len, self.d_model = max_len, d_model
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        _check_added(x, self.max_len, self.d_model, offset)
+        _check_rows(x, offset, self.max_len, self.d_model)
         return x + self.table[offset : offset + x.shape[1]]
 
 
@@ -131,7 +120,7 @@ class LearnedPositionalEncoding(nn.Module):
         self.max_len, self.d_model = max_len, d_model
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        _check_added(x, self.max_len, self.d_model, offset)
+        _check_rows(x, offset, self.max_len, self.d_model)
         return x + self.weight[offset : offset + x.shape[1]]
 
 
@@ -164,9 +153,7 @@ class RelativePositionBias(nn.Module):
 
 def rotation_matrix(angle: float) -> torch.Tensor:
     """The 2 x 2 rotation ``R = [[cos, -sin], [sin, cos]]`` used by RoPE."""
-    if isinstance(angle, bool) or not isinstance(angle, (int, float, torch.Tensor)) or (
-            isinstance(angle, torch.Tensor) and angle.numel() != 1):
-        raise TypeError(f"angle: expected a number (radians), got {angle!r}")
+    _require_angle(angle)
     a = torch.as_tensor(angle, dtype=torch.float64)
     return torch.stack([torch.stack([a.cos(), -a.sin()]), torch.stack([a.sin(), a.cos()])]).float()
 
@@ -194,19 +181,10 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, base: flo
     Then ``<apply_rope(q)[t], apply_rope(k)[i]>`` depends on ``t - i`` only.
     ``pairs="half"`` rotates ``(x[i], x[i + d/2])`` instead, as Llama does (:data:`ROPE_PAIRS`).
     """
-    require_tensor("x", x)
-    require_choice("pairs", pairs, ROPE_PAIRS)
-    if x.dim() < 2:
-        raise ValueError(f"x: expected at least 2 dimensions (..., seq, d), got shape {shape_str(x)}")
-    d = x.shape[-1]
-    if d % 2:
-        raise ValueError(f"x: expected an even last dimension (pairs are rotated), got {d}")
-    seq = x.shape[-2]
+    _require_rope(x, positions, pairs)
+    seq, d = x.shape[-2:]
     if positions is None:
         positions = torch.arange(seq, device=x.device)
-    require_tensor("positions", positions)
-    if positions.shape[-1] != seq:
-        raise ValueError(f"positions: expected {seq} positions to match x, got shape {shape_str(positions)}")
     angles = positions.to(torch.float64)[..., None] * _frequencies(d, base).to(x.device)  # (seq, d / 2)
     return _rotate_pairs(x, angles.cos().to(x.dtype), angles.sin().to(x.dtype), pairs)
 
@@ -228,11 +206,7 @@ class RotaryEmbedding(nn.Module):
 
     def __init__(self, d_head: int, max_len: int = 512, base: float = 10000.0, pairs: str = "interleaved"):
         super().__init__()
-        require_positive_int("d_head", d_head)
-        require_positive_int("max_len", max_len)
-        require_choice("pairs", pairs, ROPE_PAIRS)
-        if d_head % 2:
-            raise ValueError(f"d_head: expected an even head size for RoPE, got {d_head}")
+        _require_rotary(d_head, max_len, pairs)
         self.d_head, self.max_len, self.base, self.pairs = d_head, max_len, base, pairs
         positions = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
         angles = positions * _frequencies(d_head, base)  # (max_len, d_head / 2)
@@ -240,16 +214,8 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("sin", angles.sin(), persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        require_rank("x", x, (2, 3, 4), "(batch, [heads,] seq, d_head)")
-        if isinstance(offset, bool) or not isinstance(offset, int):
-            raise TypeError(f"offset: expected an int (the position of the first row), got {type(offset).__name__}")
-        if offset < 0:
-            raise ValueError(f"offset: expected the position of the first row, an int >= 0, got {offset}")
-        seq = x.shape[-2]
-        _check_length("x", offset + seq, self.max_len)
-        if x.shape[-1] != self.d_head:
-            raise ValueError(f"x: expected d_head={self.d_head} in the last dimension, got shape {shape_str(x)}")
-        rows = slice(offset, offset + seq)
+        _check_rows(x, offset, self.max_len, self.d_head, "d_head", (2, 3, 4), "(batch, [heads,] seq, d_head)")
+        rows = slice(offset, offset + x.shape[-2])
         cos, sin = self.cos[rows].to(x.dtype), self.sin[rows].to(x.dtype)  # (seq, d_head / 2) each
         return _rotate_pairs(x, cos, sin, self.pairs)  # (..., seq, d_head)
 
@@ -290,3 +256,45 @@ def positional_module(cfg, acts_on: ActsOn) -> nn.Module | None:
     if scheme is None or scheme.acts_on != acts_on:
         return None
     return scheme.from_config(cfg)
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _require_shift(c, d_model) -> None:
+    require_int("c", c, expected="an int offset")
+    if require_positive_int("d_model", d_model) % 2:
+        raise ValueError(f"d_model: expected an even d_model so every sine has its cosine, got {d_model}")
+
+
+def _require_angle(angle) -> None:
+    if isinstance(angle, bool) or not isinstance(angle, (int, float, torch.Tensor)) or (
+            isinstance(angle, torch.Tensor) and angle.numel() != 1):
+        raise TypeError(f"angle: expected a number (radians), got {angle!r}")
+
+
+def _require_rope(x, positions, pairs: str) -> None:
+    """:func:`apply_rope`'s input: ``x (..., seq, d)`` with an even ``d``; ``positions`` None or ``seq`` of them."""
+    require_min_rank("x", x, 2, "(..., seq, d)")
+    require_choice("pairs", pairs, ROPE_PAIRS)
+    if x.shape[-1] % 2:
+        raise ValueError(f"x: expected an even last dimension (pairs are rotated), got {x.shape[-1]}")
+    if positions is not None and require_tensor("positions", positions).shape[-1] != x.shape[-2]:
+        raise ValueError(f"positions: expected {x.shape[-2]} positions to match x, got shape {shape_str(positions)}")
+
+
+def _require_rotary(d_head, max_len, pairs: str) -> None:
+    require_positive_int("max_len", max_len)
+    require_choice("pairs", pairs, ROPE_PAIRS)
+    if require_positive_int("d_head", d_head) % 2:
+        raise ValueError(f"d_head: expected an even head size for RoPE, got {d_head}")
+
+
+def _check_rows(x, offset, max_len, size, size_name="d_model", ranks=(3,), layout="(batch, seq, d_model)") -> None:
+    """``x (..., seq, size)``, whose first row is at position ``offset``, needs a row of the table for each row."""
+    require_rank("x", x, ranks, layout)
+    require_int("offset", offset, low=0, expected="an int >= 0 (the position of the first row)")
+    if offset + x.shape[-2] > max_len:
+        raise ValueError(f"x: expected a sequence of at most max_len={max_len} positions, got {offset + x.shape[-2]}; "
+                         "build the encoding with a larger max_len")
+    require_last_dim("x", x, size, size_name)

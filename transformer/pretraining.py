@@ -24,23 +24,12 @@ from collections.abc import Sequence
 
 import torch
 
-from ._validate import require_token_ids
+from ._validate import require_int, require_probability, require_token_ids
 from .data import maskable
 from .train import masked_token_loss
 
 IGNORE_INDEX = -100
 MASK_SHARE, RANDOM_SHARE = 0.8, 0.1  # of the chosen tokens; the remaining 10% stay unchanged
-
-
-def _require_settings(mask_id, vocab_size, p, special_ids) -> None:
-    if isinstance(vocab_size, bool) or not isinstance(vocab_size, int) or vocab_size < 2:
-        raise ValueError(f"vocab_size: expected a whole number >= 2, got {vocab_size!r}")
-    if isinstance(mask_id, bool) or not isinstance(mask_id, int) or not 0 <= mask_id < vocab_size:
-        raise ValueError(f"mask_id: expected a token id in [0, {vocab_size - 1}], got {mask_id!r}")
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
-        raise ValueError(f"p: expected a probability in [0, 1], got {p!r}")
-    if isinstance(special_ids, (str, int)) or not all(isinstance(i, int) for i in special_ids):
-        raise TypeError(f"special_ids: expected a list of token ids, got {special_ids!r}")
 
 
 def ordinary_ids(vocab_size: int, special_ids: Sequence[int]) -> torch.Tensor:
@@ -62,12 +51,9 @@ def mask_tokens(ids: torch.Tensor, mask_id: int, vocab_size: int, p: float = 0.1
     probability 0.1, and stays as it is otherwise. ``labels`` hold the
     original id at the chosen positions and ``ignore_index`` elsewhere.
     """
-    _require_settings(mask_id, vocab_size, p, special_ids)
-    require_token_ids("ids", ids, vocab_size, ranks=(2,))
+    _require_masking(ids, mask_id, vocab_size, p, special_ids)
     specials = [*special_ids, mask_id]
-    ordinary = ordinary_ids(vocab_size, specials)
-    if len(ordinary) == 0:
-        raise ValueError(f"special_ids: expected some ordinary tokens left to choose, got all {vocab_size} special")
+    ordinary = ordinary_ids(vocab_size, specials)  # (n_ordinary,)
     allowed = maskable(ids, specials)  # (batch, seq)
     chosen = (torch.rand(ids.shape, generator=generator) < p) & allowed
     action = torch.rand(ids.shape, generator=generator)  # one more draw per position: which of the three
@@ -94,3 +80,19 @@ def masked_lm_loss(model, batch: tuple[torch.Tensor, torch.Tensor], ignore_index
     ``ignore_index``): :func:`transformer.train.masked_token_loss` with ``ignore_index`` as its ignored label.
     """
     return masked_token_loss(model, batch, ignore_index, label_smoothing)
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _require_masking(ids, mask_id, vocab_size, p, special_ids) -> None:
+    """The arguments of :func:`mask_tokens`: a vocabulary of at least 2 ids, ``mask_id`` and ``ids`` in it,
+    a probability ``p``, and ``special_ids`` (token ids) that leave some ordinary token to choose."""
+    require_int("vocab_size", vocab_size, low=2, expected="a whole number >= 2")
+    require_int("mask_id", mask_id, 0, vocab_size - 1, expected=f"a token id in [0, {vocab_size - 1}]")
+    require_probability("p", p)
+    if isinstance(special_ids, (str, int)) or not all(isinstance(i, int) for i in special_ids):
+        raise TypeError(f"special_ids: expected a list of token ids, got {special_ids!r}")
+    require_token_ids("ids", ids, vocab_size, ranks=(2,))
+    if len({i for i in [*special_ids, mask_id] if 0 <= i < vocab_size}) == vocab_size:
+        raise ValueError(f"special_ids: expected some ordinary tokens left to choose, got all {vocab_size} special")

@@ -23,33 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from ._validate import require_float, require_rank
-
-
-def _require_logits(logits) -> None:
-    require_float("logits", logits)
-    if logits.dim() < 1 or logits.shape[-1] == 0:
-        raise ValueError(f"logits: expected at least 1 dimension (..., vocab) with vocab >= 1, "
-                         f"got shape {tuple(logits.shape)}")
-
-
-def _require_k(k) -> None:
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k: expected a whole number >= 1, got {type(k).__name__} {k!r}")
-    if k < 1:
-        raise ValueError(f"k: expected a whole number >= 1, got {k}")
-
-
-def _require_p(p) -> None:
-    if isinstance(p, bool) or not isinstance(p, (int, float)):
-        raise TypeError(f"p: expected a number in (0, 1], got {type(p).__name__} {p!r}")
-    if not 0.0 < p <= 1.0:
-        raise ValueError(f"p: expected a number in (0, 1], got {p}")
-
-
-def _keep_at_least(logits: torch.Tensor, cutoff: torch.Tensor) -> torch.Tensor:
-    """``-inf`` wherever ``logits < cutoff``; ``cutoff (..., 1)`` is the logit of the last word kept."""
-    return logits.masked_fill(logits < cutoff, float("-inf"))
+from ._validate import require_float, require_int, require_number, require_rank
 
 
 def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
@@ -59,6 +33,11 @@ def top_k_filter(logits: torch.Tensor, k: int) -> torch.Tensor:
     """
     _require_logits(logits)
     _require_k(k)
+    return _top_k(logits, k)
+
+
+def _top_k(logits: torch.Tensor, k: int) -> torch.Tensor:
+    """:func:`top_k_filter` on arguments already checked."""
     if k >= logits.shape[-1]:
         return logits.clone()
     cutoff = logits.topk(k, dim=-1).values[..., -1:]  # (..., 1): the k-th largest logit
@@ -75,6 +54,11 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
     """
     _require_logits(logits)
     _require_p(p)
+    return _top_p(logits, p)
+
+
+def _top_p(logits: torch.Tensor, p: float) -> torch.Tensor:
+    """:func:`top_p_filter` on arguments already checked: ``logits (..., vocab)``, ``p`` in (0, 1]."""
     if p >= 1.0:
         return logits.clone()
     sorted_logits = logits.sort(dim=-1, descending=True).values  # (..., vocab), largest first
@@ -85,6 +69,11 @@ def top_p_filter(logits: torch.Tensor, p: float) -> torch.Tensor:
     return _keep_at_least(logits, cutoff)
 
 
+def _keep_at_least(logits: torch.Tensor, cutoff: torch.Tensor) -> torch.Tensor:
+    """``-inf`` wherever ``logits < cutoff``; ``cutoff (..., 1)`` is the logit of the last word kept."""
+    return logits.masked_fill(logits < cutoff, float("-inf"))
+
+
 def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
                           top_p: float | None = None) -> torch.Tensor:
     """The distribution :func:`sample_next` draws from: ``logits (..., vocab)`` -> probabilities, same shape.
@@ -92,14 +81,17 @@ def sampling_distribution(logits: torch.Tensor, temperature: float = 1.0, top_k:
     ``softmax`` of the logits divided by ``temperature``, then filtered by
     top-k, then by top-p (``None``: no filter); what is left is renormalised.
     """
-    _require_logits(logits)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or temperature <= 0:
-        raise ValueError(f"temperature: expected a number > 0, got {temperature!r}")
+    _require_sampling(logits, temperature, top_k, top_p)
+    return _distribution(logits, temperature, top_k, top_p)
+
+
+def _distribution(logits: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None) -> torch.Tensor:
+    """:func:`sampling_distribution` on arguments already checked."""
     z = logits / temperature
     if top_k is not None:
-        z = top_k_filter(z, top_k)
+        z = _top_k(z, top_k)
     if top_p is not None:
-        z = top_p_filter(z, top_p)
+        z = _top_p(z, top_p)
     return z.softmax(dim=-1)
 
 
@@ -110,9 +102,40 @@ def sample_next(logits: torch.Tensor, temperature: float = 1.0, generator: torch
     ``temperature = 0`` is greedy decoding: the argmax, whatever the filters. Chapter 9's
     :func:`~transformer.decoding.next_token` is this function, greedy unless told otherwise.
     """
-    require_rank("logits", logits, (2,), "(batch, vocab)")
+    _require_sampling(logits, temperature, top_k, top_p, batch_of_rows=True)
     if temperature == 0:
-        _require_logits(logits)
         return logits.argmax(dim=-1)
-    probs = sampling_distribution(logits, temperature, top_k, top_p)  # (batch, vocab)
+    probs = _distribution(logits, temperature, top_k, top_p)  # (batch, vocab)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)  # (batch, 1) -> (batch,)
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _require_sampling(logits, temperature, top_k, top_p, batch_of_rows: bool = False) -> None:
+    """The arguments of :func:`sampling_distribution`, or with ``batch_of_rows`` those of :func:`sample_next`:
+    logits ``(batch, vocab)``, and a temperature of 0 allowed (greedy)."""
+    if batch_of_rows:
+        require_rank("logits", logits, (2,), "(batch, vocab)")
+    _require_logits(logits)
+    if not (batch_of_rows and temperature == 0):
+        require_number("temperature", temperature, low=0, open_low=True)
+    if top_k is not None:
+        _require_k(top_k)
+    if top_p is not None:
+        _require_p(top_p)
+
+
+def _require_logits(logits) -> None:
+    require_float("logits", logits)
+    if logits.dim() < 1 or logits.shape[-1] == 0:
+        raise ValueError(f"logits: expected at least 1 dimension (..., vocab) with vocab >= 1, "
+                         f"got shape {tuple(logits.shape)}")
+
+
+def _require_k(k) -> None:
+    require_int("k", k, low=1, expected="a whole number >= 1")
+
+
+def _require_p(p) -> None:
+    require_number("p", p, 0, 1, open_low=True)

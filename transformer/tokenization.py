@@ -12,20 +12,13 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from ._validate import require_choice
+from ._validate import require_choice, require_int, require_positive_int
 
 PAD, SOS, EOS, UNK = "<pad>", "<sos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, SOS, EOS, UNK)
 TIE_BREAKS = ("alphabetical", "vocab_order")
 
 _WORD = re.compile(r"<[a-z]+>|\w+|[^\w\s]")
-
-
-def _require_texts(texts) -> None:
-    # A bare string would be read one character at a time, as if every character were a text.
-    if isinstance(texts, str):
-        raise TypeError("texts: expected an iterable of strings, such as a list of sentences, "
-                        "got a single str; wrap it in a list")
 
 
 def split_words(text: str) -> list[str]:
@@ -122,10 +115,7 @@ class WordTokenizer:
     def encode(self, text: str, add_special: bool = True) -> list[int]:
         ids = [self.vocab.id_of(w) for w in self.tokenize(text)]
         if add_special:
-            for name, tok in (("<sos>", self.vocab.sos_id), ("<eos>", self.vocab.eos_id)):
-                if tok is None:
-                    raise ValueError(f"add_special: expected a vocabulary with {name}, got none; "
-                                     "pass add_special=False")
+            self._require_frame()
             ids = [self.vocab.sos_id, *ids, self.vocab.eos_id]
         return ids
 
@@ -135,34 +125,31 @@ class WordTokenizer:
             toks = [t for t in toks if t not in self.vocab.specials]
         return " ".join(toks)
 
+    def _require_frame(self) -> None:
+        """``add_special=True`` needs ``<sos>`` and ``<eos>`` in the vocabulary."""
+        for name, tok in ((SOS, self.vocab.sos_id), (EOS, self.vocab.eos_id)):
+            if tok is None:
+                raise ValueError(f"add_special: expected a vocabulary with {name}, got none; pass add_special=False")
+
 
 def one_hot(ids, vocab_size: int) -> torch.Tensor:
     """One-hot rows: ``ids`` of shape ``(...,)`` -> ``(..., vocab_size)`` float (chapter 1)."""
     ids = torch.as_tensor(ids)
-    if ids.is_floating_point():
-        raise TypeError(f"ids: expected integer token ids, got dtype {ids.dtype}")
-    if ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
-        raise ValueError(
-            f"ids: expected ids in [0, {vocab_size - 1}] for vocab_size={vocab_size}, "
-            f"got values in [{int(ids.min())}, {int(ids.max())}]"
-        )
+    _require_one_hot(ids, vocab_size)
     return torch.nn.functional.one_hot(ids.long(), vocab_size).float()
 
 
 # ---------------------------------------------------------------- BPE
 
 
-def _check_words(words) -> None:
-    if not isinstance(words, dict):
-        raise TypeError(f"words: expected a dict from symbol tuples to counts, got {type(words).__name__}")
-    for symbols in words:
-        if not isinstance(symbols, tuple):
-            raise TypeError(f"words: expected keys that are tuples of symbols like ('l', 'o', 'w'), got {symbols!r}")
-
-
 def count_pairs(words: dict[tuple[str, ...], int]) -> Counter[tuple[str, str]]:
     """How often each adjacent pair of symbols occurs, weighted by word frequency."""
     _check_words(words)
+    return _count_pairs(words)
+
+
+def _count_pairs(words: dict[tuple[str, ...], int]) -> Counter[tuple[str, str]]:
+    """:func:`count_pairs` on ``words`` already checked."""
     pairs: Counter[tuple[str, str]] = Counter()
     for symbols, freq in words.items():
         for pair in zip(symbols, symbols[1:]):
@@ -172,9 +159,13 @@ def count_pairs(words: dict[tuple[str, ...], int]) -> Counter[tuple[str, str]]:
 
 def merge_pair(pair: tuple[str, str], words: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], int]:
     """Replace every occurrence of ``pair`` by one joined symbol (one BPE merge step)."""
-    if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
-        raise TypeError(f"pair: expected a tuple of two symbols like ('l', 'o'), got {pair!r}")
+    _check_pair(pair)
     _check_words(words)
+    return _merge_pair(pair, words)
+
+
+def _merge_pair(pair: tuple[str, str], words: dict[tuple[str, ...], int]) -> dict[tuple[str, ...], int]:
+    """:func:`merge_pair` on arguments already checked."""
     a, b = pair
     merged: dict[tuple[str, ...], int] = {}
     for symbols, freq in words.items():
@@ -219,8 +210,7 @@ class BPETokenizer:
         Training is greedy, so this is what training with ``n_merges`` merges would
         have learned; its ids are the first ids of this tokenizer's vocabulary.
         """
-        if isinstance(n_merges, bool) or not isinstance(n_merges, int) or not 0 <= n_merges <= len(self.merges):
-            raise ValueError(f"n_merges: expected an int in [0, {len(self.merges)}], got {n_merges!r}")
+        require_int("n_merges", n_merges, 0, len(self.merges))
         return BPETokenizer(self.merges[:n_merges], self.alphabet)
 
     @classmethod
@@ -233,17 +223,14 @@ class BPETokenizer:
         code-point order, then merged symbols in the order they were made), which is the
         rule of the ``tokenizers`` library (see the class docstring).
         """
-        _require_texts(texts)
-        if isinstance(n_merges, bool) or not isinstance(n_merges, int) or n_merges < 0:
-            raise ValueError(f"n_merges: expected an int >= 0, got {n_merges!r}")
-        require_choice("tie_break", tie_break, TIE_BREAKS)
+        _require_training(texts, n_merges, tie_break)
         counts = Counter(w for text in texts for w in text.split())
         words = {tuple(w): c for w, c in counts.items()}
         alphabet = {ch for w in words for ch in w}
         order = {ch: i for i, ch in enumerate(sorted(alphabet))}  # the rank of each symbol in the vocabulary
         merges = []
         for _ in range(n_merges):
-            pairs = count_pairs(words)
+            pairs = _count_pairs(words)
             if not pairs:
                 break
             if tie_break == "alphabetical":
@@ -252,7 +239,7 @@ class BPETokenizer:
                 best = min(pairs, key=lambda p: (-pairs[p], order[p[0]], order[p[1]]))
             merges.append(best)
             order.setdefault(best[0] + best[1], len(order))
-            words = merge_pair(best, words)
+            words = _merge_pair(best, words)
         return cls(merges, alphabet)
 
     def tokenize_word(self, word: str) -> list[str]:
@@ -272,3 +259,41 @@ class BPETokenizer:
 
     def encode(self, text: str) -> list[int]:
         return [self.vocab.id_of(s) for s in self.tokenize(text)]
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _require_texts(texts) -> None:
+    # A bare string would be read one character at a time, as if every character were a text.
+    if isinstance(texts, str):
+        raise TypeError("texts: expected an iterable of strings, such as a list of sentences, "
+                        "got a single str; wrap it in a list")
+
+
+def _require_training(texts, n_merges, tie_break) -> None:
+    _require_texts(texts)
+    require_int("n_merges", n_merges, low=0)
+    require_choice("tie_break", tie_break, TIE_BREAKS)
+
+
+def _require_one_hot(ids: torch.Tensor, vocab_size: int) -> None:
+    require_positive_int("vocab_size", vocab_size)
+    if ids.is_floating_point():
+        raise TypeError(f"ids: expected integer token ids, got dtype {ids.dtype}")
+    if ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
+        raise ValueError(f"ids: expected ids in [0, {vocab_size - 1}] for vocab_size={vocab_size}, "
+                         f"got values in [{int(ids.min())}, {int(ids.max())}]")
+
+
+def _check_words(words) -> None:
+    if not isinstance(words, dict):
+        raise TypeError(f"words: expected a dict from symbol tuples to counts, got {type(words).__name__}")
+    for symbols in words:
+        if not isinstance(symbols, tuple):
+            raise TypeError(f"words: expected keys that are tuples of symbols like ('l', 'o', 'w'), got {symbols!r}")
+
+
+def _check_pair(pair) -> None:
+    if not (isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(p, str) for p in pair)):
+        raise TypeError(f"pair: expected a tuple of two symbols like ('l', 'o'), got {pair!r}")

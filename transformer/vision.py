@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._validate import require_float, require_positive_int, require_rank, shape_str
+from ._validate import require_divisor, require_float, require_positive_int, require_rank, shape_str
 from .blocks import Encoder
 from .config import TransformerConfig
 from .positional import LearnedPositionalEncoding
@@ -25,13 +25,14 @@ def patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
     channel first, then row, then column (the order of ``F.unfold`` and of a
     ``Conv2d`` with ``kernel_size = stride = p``).
     """
-    require_float("images", images)
-    require_rank("images", images, (4,), "(batch, C, H, W)")
-    require_positive_int("patch_size", patch_size)
+    _require_patchable(images, patch_size)
+    return _patchify(images, patch_size)
+
+
+def _patchify(images: torch.Tensor, patch_size: int) -> torch.Tensor:
+    """:func:`patchify` on arguments already checked."""
     b, c, h, w = images.shape
     p = patch_size
-    if h % p or w % p:
-        raise ValueError(f"images: expected H and W divisible by patch_size={p}, got shape {shape_str(images)}")
     x = images.reshape(b, c, h // p, p, w // p, p)  # (batch, C, rows, p, cols, p)
     x = x.permute(0, 2, 4, 1, 3, 5)  # (batch, rows, cols, C, p, p)
     return x.reshape(b, (h // p) * (w // p), c * p * p)  # (batch, n_patches, C * p * p)
@@ -47,11 +48,9 @@ class VisionTransformer(nn.Module):
     def __init__(self, image_size: int, patch_size: int, channels: int, n_classes: int, d_model: int = 32,
                  n_heads: int = 4, d_ff: int = 64, n_layers: int = 2, dropout: float = 0.0):
         super().__init__()
-        for name, value in (("image_size", image_size), ("patch_size", patch_size), ("channels", channels),
-                            ("n_classes", n_classes)):
+        for name, value in (("image_size", image_size), ("channels", channels), ("n_classes", n_classes)):
             require_positive_int(name, value)
-        if image_size % patch_size:
-            raise ValueError(f"patch_size: expected a divisor of image_size={image_size}, got {patch_size}")
+        require_divisor("patch_size", patch_size, "image_size", image_size)
         self.image_size, self.patch_size, self.channels = image_size, patch_size, channels
         self.n_patches = (image_size // patch_size) ** 2
         cfg = TransformerConfig(vocab_size=1, d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers,
@@ -66,12 +65,8 @@ class VisionTransformer(nn.Module):
 
     def embed(self, images: torch.Tensor) -> torch.Tensor:
         """``(batch, C, H, W)`` -> the encoder's input ``(batch, 1 + n_patches, d_model)``."""
-        require_rank("images", images, (4,), "(batch, C, H, W)")
-        want = (self.channels, self.image_size, self.image_size)
-        if tuple(images.shape[1:]) != want:
-            raise ValueError(f"images: expected (batch, C, H, W) = (batch, {', '.join(map(str, want))}), "
-                             f"got {shape_str(images)}")
-        x = self.patch_embed(patchify(images, self.patch_size))  # (batch, n_patches, d_model)
+        _require_images(images, (self.channels, self.image_size, self.image_size))
+        x = self.patch_embed(_patchify(images, self.patch_size))  # (batch, n_patches, d_model)
         cls = self.cls_token.expand(x.shape[0], -1, -1)  # (batch, 1, d_model)
         return self.drop(self.positions(torch.cat([cls, x], dim=1)))  # (batch, 1 + n_patches, d_model)
 
@@ -99,3 +94,25 @@ def bar_images(n: int, generator: torch.Generator, size: int = 12,
     vertical = (cols == line) & (rows >= start) & (rows < start + length)
     bar = torch.where(labels[:, None, None] == 0, horizontal, vertical)  # (n, size, size)
     return images + bar[:, None].float(), labels
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _require_patchable(images, patch_size) -> None:
+    """Float ``images (batch, C, H, W)`` whose H and W are multiples of ``patch_size``."""
+    require_float("images", images)
+    require_rank("images", images, (4,), "(batch, C, H, W)")
+    require_positive_int("patch_size", patch_size)
+    if images.shape[2] % patch_size or images.shape[3] % patch_size:
+        raise ValueError(f"images: expected H and W divisible by patch_size={patch_size}, "
+                         f"got shape {shape_str(images)}")
+
+
+def _require_images(images, want: tuple[int, int, int]) -> None:
+    """Float ``images (batch, C, H, W)`` with ``(C, H, W) = want``."""
+    require_float("images", images)
+    require_rank("images", images, (4,), "(batch, C, H, W)")
+    if tuple(images.shape[1:]) != want:
+        raise ValueError(f"images: expected (batch, C, H, W) = (batch, {', '.join(map(str, want))}), "
+                         f"got {shape_str(images)}")

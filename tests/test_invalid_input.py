@@ -292,6 +292,9 @@ CASES = {
     "softmax_with_temperature of a list": (lambda: T.softmax_with_temperature([1.0, 2.0], 1.0), TypeError,
                                            m("logits:", "expected a torch.Tensor", "got list")),
     "causal_mask(2.5)": (lambda: T.causal_mask(2.5), TypeError, m("seq_len:", "positive int", "got float 2.5")),
+    "causal_mask(3, past=-1)": (lambda: T.causal_mask(3, past=-1), ValueError, m("past:", "an int >= 0", "got -1")),
+    "causal_mask(3, past=1.5)": (lambda: T.causal_mask(3, past=1.5), TypeError,
+                                 m("past:", "an int >= 0", "got float 1.5")),
     # ---- int tensors to attention
     "int q": (lambda: sdpa(q=torch.ones(2, 5, 8, dtype=torch.long)), TypeError,
               m("q:", "expected a floating-point tensor", "got dtype torch.int64")),

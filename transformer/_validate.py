@@ -152,6 +152,13 @@ def require_divisor(name: str, value, whole_name: str, whole: int, why: str = ""
     return whole // value
 
 
+def require_kv_heads(n_kv_heads, n_heads: int) -> int:
+    """Grouped-query attention's key/value heads (chapter 12): a divisor of ``n_heads``; returns the group size
+    ``n_heads // n_kv_heads``."""
+    return require_divisor("n_kv_heads", n_kv_heads, "n_heads", n_heads,
+                           "each kv head serves a whole group of query heads")
+
+
 def require_last_dim(name: str, x, size: int, size_name: str = "d_model") -> torch.Tensor:
     """A tensor whose last dimension is ``size``, e.g. ``(..., d_model)``."""
     require_tensor(name, x)

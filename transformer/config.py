@@ -23,8 +23,8 @@ from ._validate import (
     require_bool,
     require_choice,
     require_divisible,
-    require_divisor,
     require_int,
+    require_kv_heads,
     require_number,
     require_positive_int,
     require_probability,
@@ -110,8 +110,7 @@ class TransformerConfig:
     def _check_modern(self) -> None:
         """The fields of chapter 12: key/value heads that divide the heads, a known feed-forward, a RoPE base."""
         if self.n_kv_heads is not None:
-            require_divisor("n_kv_heads", self.n_kv_heads, "n_heads", self.n_heads,
-                            "each kv head serves a whole group of query heads")
+            require_kv_heads(self.n_kv_heads, self.n_heads)
         require_choice("ffn", self.ffn, FFN_KINDS)
         require_number("rope_base", self.rope_base, low=0, open_low=True)
 

@@ -16,7 +16,15 @@ import operator
 
 import torch
 
-from ._validate import require_float, require_mask, require_positive_int, require_tensor, require_token_ids, shape_str
+from ._validate import (
+    require_float,
+    require_int,
+    require_mask,
+    require_min_rank,
+    require_positive_int,
+    require_tensor,
+    require_token_ids,
+)
 
 
 def causal_mask(seq_len: int, device=None, past: int = 0) -> torch.Tensor:
@@ -28,7 +36,7 @@ def causal_mask(seq_len: int, device=None, past: int = 0) -> torch.Tensor:
     ``(seq_len, past + seq_len)``: query ``t`` is position ``past + t``.
     """
     require_positive_int("seq_len", seq_len)
-    _check_past(past)
+    require_int("past", past, low=0, expected="an int >= 0 (the positions before the queries)")
     return _causal_mask(seq_len, device, past)
 
 
@@ -117,22 +125,15 @@ def _check_ids_and_pad(ids, pad_id) -> None:
                         f"got {type(pad_id).__name__} {pad_id!r}") from None
 
 
-def _check_past(past) -> None:
-    if isinstance(past, bool) or not isinstance(past, int) or past < 0:
-        raise ValueError(f"past: expected a whole number >= 0 (the positions before the queries), got {past!r}")
-
-
 def _check_bool_mask(mask) -> None:
     require_tensor("mask", mask)
     if mask.dtype != torch.bool:
         raise TypeError(f"mask: expected dtype torch.bool (True = may attend), got {mask.dtype}")
-    if mask.dim() < 2:
-        raise ValueError(f"mask: expected at least 2 dimensions (..., T_q, T_k), got shape {shape_str(mask)}")
+    require_min_rank("mask", mask, 2, "(..., T_q, T_k)")
 
 
 def _check_scores_and_mask(scores, mask) -> None:
     require_float("scores", scores)
-    if scores.dim() < 2:
-        raise ValueError(f"scores: expected at least 2 dimensions (..., T_q, T_k), got shape {shape_str(scores)}")
+    require_min_rank("scores", scores, 2, "(..., T_q, T_k)")
     if mask is not None:
         require_mask("mask", mask, tuple(scores.shape), "scores (..., T_q, T_k)")

@@ -15,6 +15,7 @@ from torch import nn
 from ._validate import (
     require_divisible,
     require_float,
+    require_kv_heads,
     require_mask,
     require_positive_int,
     require_rank,
@@ -87,12 +88,9 @@ class MultiHeadAttention(nn.Module):
         require_positive_int("n_heads", n_heads)
         self.d_h = require_divisible(d_model, n_heads)
         n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        require_positive_int("n_kv_heads", n_kv_heads)
-        if n_heads % n_kv_heads:
-            raise ValueError(f"n_kv_heads: expected a divisor of n_heads={n_heads} (each kv head serves a whole "
-                             f"group of query heads), got {n_kv_heads}")
+        self.n_rep = require_kv_heads(n_kv_heads, n_heads)  # query heads per key/value head
         self.d_model, self.n_heads, self.dropout, self.fast = d_model, n_heads, dropout, fast
-        self.n_kv_heads, self.n_rep = n_kv_heads, n_heads // n_kv_heads
+        self.n_kv_heads = n_kv_heads
         self.w_q = nn.Linear(d_model, d_model, bias=bias)
         self.w_k = nn.Linear(d_model, n_kv_heads * self.d_h, bias=bias)
         self.w_v = nn.Linear(d_model, n_kv_heads * self.d_h, bias=bias)

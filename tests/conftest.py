@@ -7,11 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 
 from tools import nbmeta
+from tools.nbmeta import solutions as solution_sources  # noqa: F401 - the tests' names for them
+from tools.nbmeta import submission as make_submission  # noqa: F401
 from tools.paths import ROOT, assignments, notebook_path  # noqa: F401 - ROOT and notebook_path: the tests' import
 
 # Two test workers share two cores: one thread each keeps the small models fast.
@@ -25,17 +26,6 @@ def venv_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     return env
-
-
-def solution_sources(assignment: str) -> dict[str, str]:
-    """grade_id -> source of every solution cell in the instructor's notebook."""
-    return nbmeta.solution_sources(nbformat.read(notebook_path("solutions", assignment), as_version=4))
-
-
-def make_submission(assignment: str, answers: dict[str, str] | None = None, solved: bool = True):
-    """The student notebook with every answer cell solved (or left blank), then ``answers`` patched in."""
-    nb = nbformat.read(notebook_path("exercises", assignment), as_version=4)
-    return nbmeta.with_answers(nb, {**(solution_sources(assignment) if solved else {}), **(answers or {})})
 
 
 @pytest.fixture(scope="session")

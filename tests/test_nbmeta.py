@@ -114,3 +114,14 @@ def test_drop_malformed_removes_only_a_malformed_entry():
     assert [nbmeta.drop_malformed(c) for c in good + bad + none] == [False, False, True, True, False, False]
     assert [c["metadata"] for c in good + bad + none] == [{"nbgrader": GOOD}] * 2 + [{}] * 2 + [{"tags": []}] * 2
     assert not any(nbmeta.drop_malformed(c) for c in shapes(None) + shapes([]))
+
+
+def test_a_submission_carries_the_instructors_answers_or_the_blanks():
+    a = "04_queries_keys_values"
+    released = nbmeta.solution_sources(nbformat.read(notebook_path("exercises", a), as_version=4))
+    answers = nbmeta.solutions(a)
+    assert answers.keys() == released.keys() and answers != released  # the release holds stubs in the same cells
+    first = next(iter(answers))
+    assert nbmeta.solution_sources(nbmeta.submission(a)) == answers
+    assert nbmeta.solution_sources(nbmeta.submission(a, solved=False)) == released
+    assert nbmeta.solution_sources(nbmeta.submission(a, {first: "pass"})) == {**answers, first: "pass"}

@@ -7,10 +7,13 @@ may not change. The functions here read it from ``nbformat`` cells (or plain dic
 A submitted notebook is hostile input: its cells, their ``metadata`` and ``metadata["nbgrader"]`` may
 hold any JSON value. Every reader here is safe on all of them: what is not a dict reads as no
 metadata, a ``grade_id`` that is not a string as no grade id. ``well_formed`` says whether an entry
-has nbgrader's types, ``drop_malformed`` removes one that has not.
+has nbgrader's types, ``drop_malformed`` removes one that has not. ``submission`` builds a student's
+notebook of an exercise set from the repository's notebooks.
 """
 
 from __future__ import annotations
+
+from tools.paths import notebook_path
 
 KEY = "nbgrader"
 TYPES = {"grade_id": str, "solution": bool, "grade": bool, "locked": bool, "task": bool, "schema_version": int,
@@ -80,3 +83,19 @@ def with_answers(nb, answers: dict[str, str]):
         if gid in answers:
             cell["source"] = answers[gid]
     return nb
+
+
+def solutions(assignment: str) -> dict[str, str]:
+    """``{grade_id: source}`` of every answer cell of the instructor's notebook of ``assignment``."""
+    import nbformat
+
+    return solution_sources(nbformat.read(notebook_path("solutions", assignment), as_version=4))
+
+
+def submission(assignment: str, answers: dict[str, str] | None = None, solved: bool = True):
+    """The student notebook of ``assignment`` with every answer cell filled from the instructor's
+    (or left blank when not ``solved``), then ``answers`` patched in: a submission for tests and benchmarks."""
+    import nbformat
+
+    nb = nbformat.read(notebook_path("exercises", assignment), as_version=4)
+    return with_answers(nb, {**(solutions(assignment) if solved else {}), **(answers or {})})

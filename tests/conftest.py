@@ -28,6 +28,16 @@ def venv_env() -> dict[str, str]:
     return env
 
 
+def small_translator(corpus, d_model: int = 16, n_heads: int = 2, d_ff: int = 32, n_layers: int = 1,
+                     dropout: float = 0.0):
+    """An encoder-decoder sized for ``corpus`` (a ``transformer.data.Corpus``), sentences of at most 16 tokens."""
+    from transformer import EncoderDecoder, TransformerConfig
+
+    return EncoderDecoder(TransformerConfig(vocab_size=len(corpus.tgt.vocab), src_vocab_size=len(corpus.src.vocab),
+                                            d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers,
+                                            dropout=dropout, max_len=16))
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

@@ -20,6 +20,14 @@ torch.set_num_threads(1)
 
 ASSIGNMENTS = assignments()
 
+# A wrong answer to assignment 04's ex2_answer, as a student writes it: attention without the 1/sqrt(d_k).
+NO_SCALE = """def attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return scores.softmax(dim=-1) @ v
+"""
+
 
 def venv_env() -> dict[str, str]:
     """The environment for subprocesses: this interpreter's bin folder first, so they find the venv's tools."""

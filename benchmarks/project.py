@@ -17,7 +17,7 @@ import torch
 
 import transformer as T
 from tools import nbmeta
-from tools.paths import NOTEBOOKS, ROOT, notebook_path
+from tools.paths import NOTEBOOKS, ROOT
 
 
 def timed(cmd: list[str], **kw) -> float:
@@ -40,17 +40,6 @@ def bench_nbval() -> dict:
             "ratio": s / 240.0}
 
 
-def submission(assignment: str, solved: bool):
-    """The student notebook of ``assignment``, its answer cells filled with the solutions' (or left blank)."""
-    import nbformat
-
-    nb = nbformat.read(notebook_path("exercises", assignment), as_version=4)
-    if solved:
-        nb = nbmeta.with_answers(nb, nbmeta.solution_sources(nbformat.read(notebook_path("solutions", assignment),
-                                                                           as_version=4)))
-    return nb
-
-
 def bench_grading(n: int = 20) -> dict:
     import nbformat
 
@@ -58,7 +47,7 @@ def bench_grading(n: int = 20) -> dict:
         subs = Path(tmp) / "subs"
         subs.mkdir()
         for i in range(n):
-            nbformat.write(submission("04_queries_keys_values", solved=i % 2 == 0), subs / f"s{i:02d}.ipynb")
+            nbformat.write(nbmeta.submission("04_queries_keys_values", solved=i % 2 == 0), subs / f"s{i:02d}.ipynb")
         env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
         seconds = {}
         for unsafe in ("1", "0"):  # the same batch without and with the sandbox, one after the other

@@ -21,6 +21,8 @@ import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools import nbmeta
+
 MAX_FILE_BYTES = 16 * 2**20   # a submission file
 MAX_CELLS = 500               # cells in one notebook
 MAX_CELL_CHARS = 200_000      # characters in one cell's source
@@ -129,36 +131,9 @@ def read_notebook(sub: Submission):
         sub.note(f"not graded: a cell holds more than {MAX_CELL_CHARS} characters")
         return None
     for cell in nb.cells:
-        if "nbgrader" in cell.metadata and not _valid_meta(cell.metadata["nbgrader"]):
+        if nbmeta.drop_malformed(cell):
             sub.note("a cell's nbgrader metadata was malformed; the cell was treated as one the student added")
-            del cell.metadata["nbgrader"]
     return nb
-
-
-META_TYPES = {"grade_id": str, "solution": bool, "grade": bool, "locked": bool, "task": bool, "schema_version": int,
-              "points": (int, float), "checksum": str, "cell_type": str}
-
-
-def _valid_meta(meta) -> bool:
-    """nbgrader's cell metadata: a dict whose known keys have their types (a grade_id of sane length)."""
-    if not isinstance(meta, dict):
-        return False
-    for key, kind in META_TYPES.items():
-        if key in meta and (not isinstance(meta[key], kind) or isinstance(meta[key], bool) and kind is int):
-            return False
-    return not isinstance(meta.get("grade_id"), str) or 0 < len(meta["grade_id"]) <= 100
-
-
-def cell_meta(cell) -> dict:
-    """A cell's nbgrader metadata, or {} when it has none (or none of the right type)."""
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return meta if isinstance(meta, dict) else {}
-
-
-def grade_id(cell) -> str | None:
-    """A cell's nbgrader grade id, or None."""
-    gid = cell_meta(cell).get("grade_id")
-    return gid if isinstance(gid, str) else None
 
 
 def rebuild(sub: Submission, nb, release):
@@ -167,39 +142,37 @@ def rebuild(sub: Submission, nb, release):
 
     student_cells = {}
     for cell in nb.cells:
-        gid = grade_id(cell)
+        gid = nbmeta.grade_id(cell)
         if gid and gid not in student_cells:
             student_cells[gid] = cell
-    release_ids = [grade_id(c) for c in release.cells]
+    release_ids = [nbmeta.grade_id(c) for c in release.cells]
     for cell in release.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        gid = meta.get("grade_id")
+        gid, graded = nbmeta.grade_id(cell), nbmeta.is_graded(cell)
         theirs = student_cells.get(gid)
-        if meta.get("grade") or meta.get("locked"):
+        if graded or nbmeta.is_locked(cell):
             if theirs is None:
-                if meta.get("grade"):
+                if graded:
                     sub.note(f"test cell {gid} was deleted; the original was put back")
-            elif cell_meta(theirs) != meta:
+            elif nbmeta.nbgrader(theirs) != nbmeta.nbgrader(cell):
                 sub.note(f"test cell {gid} was re-tagged; the original was put back")
-            elif theirs.source != cell.source and meta.get("grade"):
+            elif theirs.source != cell.source and graded:
                 sub.note(f"test cell {gid} was edited; the original was put back")
     # Cells the student added (helpers, scratch work) keep their place after the cell they followed.
     extras: dict[str | None, list] = {}
     anchor = None
     for cell in nb.cells:
-        gid = grade_id(cell)
+        gid = nbmeta.grade_id(cell)
         if gid in release_ids:
             anchor = gid
         elif cell.cell_type == "code" and cell.source.strip():
             extras.setdefault(anchor, []).append(cell)
     out = copy.deepcopy(release)
     for cell in out.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("solution") and not meta.get("grade") and grade_id(cell) in student_cells:
-            cell.source = str(student_cells[grade_id(cell)].source)
+        if nbmeta.is_solution(cell) and not nbmeta.is_graded(cell) and nbmeta.grade_id(cell) in student_cells:
+            cell.source = str(student_cells[nbmeta.grade_id(cell)].source)
     for anchor_id, cells in extras.items():
         new_cells = [nbformat.v4.new_code_cell(str(cell.source)) for cell in cells]
-        ids = [grade_id(c) for c in out.cells]
+        ids = [nbmeta.grade_id(c) for c in out.cells]
         setup_at = next(i for i, c in enumerate(out.cells) if c.cell_type == "code")
         at = ids.index(anchor_id) + 1 if anchor_id in ids else setup_at + 1  # unanchored: after the setup cell
         out.cells[at:at] = new_cells

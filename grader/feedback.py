@@ -20,6 +20,7 @@ from pathlib import Path
 import nbformat
 
 from grader.verdicts import Verdict
+from tools import nbmeta
 
 ROOT = Path(__file__).resolve().parent.parent
 MATHJAX = ROOT / "node_modules" / "mathjax" / "es5"
@@ -111,8 +112,8 @@ def _page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str
         if cell.cell_type == "code":
             cell.outputs = [o for out in cell.get("outputs", []) for o in sanitize(out)] if outputs else []
             cell.execution_count = None
-            gid = cell.metadata.get("nbgrader", {}).get("grade_id")
-            if cell.metadata.get("nbgrader", {}).get("grade") and gid in verdicts:
+            gid = nbmeta.grade_id(cell)
+            if nbmeta.is_graded(cell) and gid in verdicts:
                 cell.outputs.append(nbformat.v4.new_output("display_data",
                                                            data={"text/html": verdict_html(verdicts[gid])}))
     nbgrader_templates = Path(__import__("nbgrader").__file__).parent / "server_extensions" / "formgrader"

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from grader.reading import MAX_CHARS, bindings, index, literal_getattr, names_used, parse
+from tools import nbmeta
 
 MAX_TOTAL = 3 * MAX_CHARS  # characters read per notebook, so a flood of cells cannot stall the grading
 EXEMPT = ("transformer.checks",)  # the public checks: calling them is no shortcut
@@ -140,16 +141,16 @@ def _student_cells(nb) -> list[tuple[str, str | None, str]]:
     grade cell that follows it, an added cell (grade_id ``"*"``) against every exercise."""
     out, waiting, added = [], [], 0
     for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if meta.get("grade"):
-            out += [(where, meta.get("grade_id"), src) for where, src in waiting]
+        gid, graded, answer = nbmeta.grade_id(cell), nbmeta.is_graded(cell), nbmeta.is_solution(cell)
+        if graded:
+            out += [(where, gid, src) for where, src in waiting]
             waiting = []
-        if cell.cell_type != "code" or (meta.get("locked") and not meta.get("solution")):
+        if cell.cell_type != "code" or (nbmeta.is_locked(cell) and not answer):
             continue
-        if meta.get("solution") and meta.get("grade"):
-            out.append((str(meta.get("grade_id")), meta.get("grade_id"), cell.source))
-        elif meta.get("solution"):
-            waiting.append((str(meta.get("grade_id") or "answer cell"), cell.source))
+        if answer and graded:
+            out.append((str(gid), gid, cell.source))
+        elif answer:
+            waiting.append((str(gid or "answer cell"), cell.source))
         else:
             added += 1
             out.append((f"added cell {added}", "*", cell.source))
@@ -174,7 +175,7 @@ def _findings(nb, rules: dict[str, Forbid]) -> list[Finding]:
         over = (None, [(0, f"not read: over {MAX_TOTAL} characters of code before it")])
         parsed.append(parse(src) if len(src) <= left else over)
         left -= len(src) if len(src) <= min(left, MAX_CHARS) else 0
-    locked = [c.source for c in nb.cells if c.cell_type == "code" and c.metadata.get("nbgrader", {}).get("locked")]
+    locked = [c.source for c in nb.cells if c.cell_type == "code" and nbmeta.is_locked(c)]
     indexed = [index(t) if t else ([], {}) for t, _ in parsed]
     env, stars = bindings([n for t in (parse(src)[0] for src in locked) if t for n in ast.walk(t)]
                           + [n for nodes, _ in indexed for n in nodes])

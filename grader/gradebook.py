@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+from tools import nbmeta
 from tools.nbgrader_api import alembic_head, make_api  # noqa: F401 - nbgrader's API, shared with tools/
 
 
@@ -34,7 +35,7 @@ def _cell_order(path: Path) -> list[str]:
     import nbformat
 
     nb = nbformat.read(path, as_version=4)
-    return [c.metadata["nbgrader"]["grade_id"] for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade")]
+    return [nbmeta.grade_id(c) for c in nb.cells if nbmeta.is_graded(c)]
 
 
 def record(db_url: str, assignment: str, student: str, points: dict[str, float]) -> float:

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import nbformat
 
-from grader import collect, hidden, replies, verdicts
+from grader import hidden, replies, verdicts
 from grader.kernel import MAX_CHARS, MAX_LINES, MAX_NOTEBOOK_CHARS, Kernel
 from grader.kernel_side import plain
 from grader.sandbox import KERNEL_SIDE  # shipped whole into every sandbox
+from tools import nbmeta
 
 REPO = str(Path(__import__("transformer").__file__).resolve().parent.parent)  # the repository, the package's parent
 KILLED = 'raise RuntimeError("this cell stopped the kernel when it was graded, so the grader replaced it")'
@@ -87,11 +88,11 @@ def refusals(outputs: list) -> list[str]:
 
 
 def _label(cell, index: int) -> str:
-    return collect.grade_id(cell) or f"cell {index}"
+    return nbmeta.grade_id(cell) or f"cell {index}"
 
 
 def _is_answer(cell) -> bool:
-    return bool(collect.cell_meta(cell).get("solution"))
+    return nbmeta.is_solution(cell)
 
 
 def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, clock: Clock, setup: str) -> list[str]:

@@ -103,6 +103,17 @@ class DevTools:
             raise RuntimeError(result["exceptionDetails"])
         return result["result"].get("value")
 
+    def evaluate_on_new_page(self, expression: str, timeout: float = 120, tries: int = 3):
+        """``evaluate`` right after ``Page.navigate``: asked again when the page before went away under the
+        evaluation (``tries`` times in all); None when it went away every time."""
+        for _ in range(tries):
+            try:
+                return self.evaluate(expression, timeout=timeout)
+            except RuntimeError as error:
+                if "destroyed" not in str(error) and "navigated" not in str(error):
+                    raise
+        return None
+
     def errors(self) -> list[str]:
         """The JavaScript errors since the last call: uncaught exceptions, console.error, failed loads."""
         found = []

@@ -7,17 +7,26 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
 import torch
 
 from tools import nbmeta
+from tools.nbmeta import solutions as solution_sources  # noqa: F401 - the tests' names for them
+from tools.nbmeta import submission as make_submission  # noqa: F401
 from tools.paths import ROOT, assignments, notebook_path  # noqa: F401 - ROOT and notebook_path: the tests' import
 
 # Two test workers share two cores: one thread each keeps the small models fast.
 torch.set_num_threads(1)
 
 ASSIGNMENTS = assignments()
+
+# A wrong answer to assignment 04's ex2_answer, as a student writes it: attention without the 1/sqrt(d_k).
+NO_SCALE = """def attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return scores.softmax(dim=-1) @ v
+"""
 
 
 def venv_env() -> dict[str, str]:
@@ -27,15 +36,14 @@ def venv_env() -> dict[str, str]:
     return env
 
 
-def solution_sources(assignment: str) -> dict[str, str]:
-    """grade_id -> source of every solution cell in the instructor's notebook."""
-    return nbmeta.solution_sources(nbformat.read(notebook_path("solutions", assignment), as_version=4))
+def small_translator(corpus, d_model: int = 16, n_heads: int = 2, d_ff: int = 32, n_layers: int = 1,
+                     dropout: float = 0.0):
+    """An encoder-decoder sized for ``corpus`` (a ``transformer.data.Corpus``), sentences of at most 16 tokens."""
+    from transformer import EncoderDecoder, TransformerConfig
 
-
-def make_submission(assignment: str, answers: dict[str, str] | None = None, solved: bool = True):
-    """The student notebook with every answer cell solved (or left blank), then ``answers`` patched in."""
-    nb = nbformat.read(notebook_path("exercises", assignment), as_version=4)
-    return nbmeta.with_answers(nb, {**(solution_sources(assignment) if solved else {}), **(answers or {})})
+    return EncoderDecoder(TransformerConfig(vocab_size=len(corpus.tgt.vocab), src_vocab_size=len(corpus.src.vocab),
+                                            d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers,
+                                            dropout=dropout, max_len=16))
 
 
 @pytest.fixture(scope="session")

@@ -42,14 +42,7 @@ def audit(browser: DevTools, url: str) -> dict:
     screenshot in _build/screenshots."""
     browser.errors()
     browser.send("Page.navigate", session=True, url=url)
-    settled = False
-    for _ in range(3):
-        try:
-            settled = browser.evaluate(SETTLED.replace("__URL__", json.dumps(url)), timeout=60)
-            break
-        except RuntimeError as error:  # the page before went away under the evaluation: ask the new one
-            if "destroyed" not in str(error) and "navigated" not in str(error):
-                raise
+    settled = browser.evaluate_on_new_page(SETTLED.replace("__URL__", json.dumps(url)), timeout=60)
     frame = browser.send("Page.getFrameTree", session=True)["frameTree"]["frame"]["id"]
     # axe runs in a world of its own: the page's RequireJS and globals never see it
     world = browser.send("Page.createIsolatedWorld", session=True, frameId=frame, worldName="axe")

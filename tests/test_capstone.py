@@ -16,6 +16,8 @@ from transformer.interop import copy_transformer
 from transformer.train import exact_match, fit, translate
 from transformer.viz.training import TranslationExplorer, translation_attention
 
+from conftest import small_translator
+
 D, HEADS, D_FF, V_SRC, V_TGT, PAD = 16, 2, 32, 13, 11, 0
 
 
@@ -144,9 +146,7 @@ def test_recorded_attention_removes_its_hooks():
 def test_translation_attention_shapes():
     torch.manual_seed(0)
     corpus = Corpus()
-    cfg = TransformerConfig(vocab_size=len(corpus.tgt.vocab), src_vocab_size=len(corpus.src.vocab), d_model=16,
-                            n_heads=2, d_ff=32, n_layers=1, dropout=0.0, max_len=16)
-    model = EncoderDecoder(cfg)
+    model = small_translator(corpus)
     src_words, tgt_words, w = translation_attention(model, corpus, "I ate an apple")
     assert src_words == ["I", "ate", "an", "apple"]
     assert tgt_words[-1] == "<eos>" or len(tgt_words) == 13
@@ -188,9 +188,7 @@ def test_translation_explorer():
 def test_a_small_translator_learns_the_held_out_sentences():
     torch.manual_seed(0)
     corpus = Corpus()
-    cfg = TransformerConfig(vocab_size=len(corpus.tgt.vocab), src_vocab_size=len(corpus.src.vocab), d_model=64,
-                            n_heads=4, d_ff=128, n_layers=2, dropout=0.0, max_len=16)
-    model = EncoderDecoder(cfg)
+    model = small_translator(corpus, d_model=64, n_heads=4, d_ff=128, n_layers=2)
     fit(model, corpus.batches(64, torch.Generator().manual_seed(0)), 250, lr=1e-3, warmup=100, label_smoothing=0.1)
     assert exact_match(model, corpus, corpus.held_out) >= 0.98
     assert translate(model, corpus, ["I ate an apple"]) == ["Ich habe einen Apfel gegessen"]

@@ -12,7 +12,7 @@ import torch
 from transformer import checks
 from transformer.checks import CheckFailed
 
-from bank import CHECKS, EXPECTED, RIGHT, WRONG
+from bank import CHECKS, EXPECTED, RIGHT_CASES, WRONG
 from conftest import solution_sources
 
 CASES = [(a, cell, *w) for a, cells in WRONG.items() for cell, wrongs in cells.items() for w in wrongs]
@@ -49,10 +49,6 @@ def test_wrong_answer_is_rejected(assignment, cell, mistake, source, hint, capsy
         for digits in (2, 3, 4):
             assert f"{value:.{digits}f}" not in message, f"feedback shows the expected answer:\n{message}"
     assert checks.PASSED not in capsys.readouterr().out
-
-
-RIGHT_CASES = [(a, cell, what, src) for a, cells in RIGHT.items() for cell, rights in cells.items()
-               for what, src in rights]
 
 
 @pytest.mark.parametrize("assignment,cell,what,source", RIGHT_CASES,

@@ -8,7 +8,6 @@ import math
 import pytest
 import torch
 
-from transformer import EncoderDecoder, TransformerConfig
 from transformer.data import Corpus, all_pairs
 from transformer.evaluation import (
     ValidationLoss,
@@ -19,6 +18,8 @@ from transformer.evaluation import (
     systematic_splits,
 )
 from transformer.train import fit, translate, translation_loss
+
+from conftest import small_translator
 
 
 @pytest.fixture(scope="module")
@@ -95,9 +96,7 @@ def test_validation_loss_is_measured_while_training_without_dropout():
     torch.manual_seed(0)
     corpus = Corpus(splits=systematic_splits())
     assert corpus.train == corpus.splits["train"] and corpus.held_out == corpus.splits["validation"]
-    cfg = TransformerConfig(vocab_size=len(corpus.tgt.vocab), src_vocab_size=len(corpus.src.vocab), d_model=16,
-                            n_heads=2, d_ff=32, n_layers=1, dropout=0.3, max_len=16)
-    model = EncoderDecoder(cfg)
+    model = small_translator(corpus, dropout=0.3)
     held = corpus.held_out[:32]
     batch = (corpus.encode_src([en for en, _ in held]), corpus.encode_tgt([de for _, de in held]))
     curve = ValidationLoss(model, batch, every=5)
@@ -118,9 +117,7 @@ def test_validation_loss_is_measured_while_training_without_dropout():
 def test_beam_search_translation_equals_greedy_with_one_beam():
     torch.manual_seed(0)
     corpus = Corpus()
-    cfg = TransformerConfig(vocab_size=len(corpus.tgt.vocab), src_vocab_size=len(corpus.src.vocab), d_model=16,
-                            n_heads=2, d_ff=32, n_layers=1, dropout=0.0, max_len=16)
-    model = EncoderDecoder(cfg).eval()
+    model = small_translator(corpus).eval()
     sentences = [en for en, _ in corpus.held_out[:5]]
     greedy = translate(model, corpus, sentences)
     assert translate(model, corpus, sentences, beam_size=2, alpha=0.0) != [] and len(greedy) == 5

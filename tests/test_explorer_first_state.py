@@ -13,78 +13,40 @@ moves, so its index is left open there, and every view that may then show must d
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 
+import widget_state
 from conftest import ROOT
 
 CHAPTERS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-FRAME = re.compile(r"<div class='explorer-frame' data-k='([^']*)'>")
-
-
-def _state(path):
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    state = nb["metadata"].get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
-    roots = []
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            view = out.get("data", {}).get("application/vnd.jupyter.widget-view+json")
-            if view and "explorer" in state.get(view["model_id"], {}).get("state", {}).get("_dom_classes", []):
-                roots.append(view["model_id"])
-    return state, roots
-
-
-def _ref(value):
-    return value[len("IPY_MODEL_"):] if isinstance(value, str) and value.startswith("IPY_MODEL_") else None
-
-
-def _walk(state, model_id, selected_only):
-    """The models below ``model_id``: all of them, or only those shown (a stack shows its selected child)."""
-    s = state[model_id]["state"]
-    yield model_id
-    children = [_ref(c) for c in s.get("children", []) if _ref(c) in state]
-    if selected_only and state[model_id]["model_name"] == "StackModel":
-        index = s.get("selected_index")
-        children = [] if index is None else children[index:index + 1]
-    for child in children:
-        yield from _walk(state, child, selected_only)
 
 
 def explorers():
     """``(chapter, n, first key, {control: (its labels, copied per branch)}, [(patterns, frame)])``."""
     found = []
     for path in CHAPTERS:
-        state, roots = _state(path)
+        state, roots = widget_state.read(path)
         for n, root in enumerate(roots):
-            static = _ref(state[root]["state"]["children"][1])
+            static = widget_state.static_part(state, root)
             controls, per_branch, key = {}, {}, {}
-            for mid in _walk(state, static, selected_only=False):
+            for mid in widget_state.walk(state, static):
                 s = state[mid]["state"]
                 for cls in s.get("_dom_classes", []):
                     if re.fullmatch(r"explorer-c\d+", cls):
                         k = int(cls[len("explorer-c"):])
                         per_branch[k] = per_branch.get(k, 0) + 1
                         controls[k] = list(s["_options_labels"])
-            for mid in _walk(state, static, selected_only=True):
+            for mid in widget_state.walk(state, static, selected_only=True):
                 s = state[mid]["state"]
                 for cls in s.get("_dom_classes", []):
                     if re.fullmatch(r"explorer-c\d+", cls):
                         key[int(cls[len("explorer-c"):])] = s["index"]
-            frames = []
-            for mid in _walk(state, static, selected_only=False):
-                value = state[mid]["state"].get("value")
-                if isinstance(value, str) and FRAME.match(value):
-                    frames.append((FRAME.match(value).group(1).split(), value))
+            frames = widget_state.frames(state, static)
             first = [key[k] for k in range(len(key))]
             found.append((path.stem, n, first, {k: (controls[k], per_branch[k] > 1) for k in controls}, frames))
     return found
-
-
-def _matches(pattern: str, key: list) -> bool:
-    parts = pattern.split(".")
-    return len(parts) == len(key) and all(p == "*" or k == "*" or int(p) == k for p, k in zip(parts, key))
 
 
 def _views(frames, key, echoed=()) -> set[str]:
@@ -92,8 +54,8 @@ def _views(frames, key, echoed=()) -> set[str]:
     that only repeats a control's new value back (``seed 1`` for ``seed 0``) has not changed."""
     out = set()
     for patterns, frame in frames:
-        if any(_matches(p, key) for p in patterns):
-            text = FRAME.sub("", frame, count=1)
+        if any(widget_state.matches(p, key) for p in patterns):
+            text = widget_state.FRAME.sub("", frame, count=1)
             for word in echoed:
                 text = re.sub(rf"(?<![\w.]){re.escape(word)}(?![\w.])", "", text)
             out.add(text)

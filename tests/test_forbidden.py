@@ -165,6 +165,17 @@ def test_an_added_cell_counts_against_every_exercise_that_forbids_it():
     assert [(f.grade_id, f.name, f.where) for f in got] == [("ex2_attention", SDPA, "added cell 1 line 1")]
 
 
+@pytest.mark.parametrize("entry", [None, [], "grade", 1])
+def test_a_cell_whose_nbgrader_metadata_is_not_a_dict_is_read_as_one_the_student_added(entry):
+    """Any JSON value may stand where nbgrader's metadata goes: the reader neither stops nor skips the cell."""
+    nb = make_submission(A)
+    cell = nbformat.v4.new_code_cell("from torch.nn.functional import scaled_dot_product_attention as fast\n")
+    cell.metadata["nbgrader"] = entry
+    nb.cells.insert(next(i for i, c in enumerate(nb.cells) if grade_id(c) == "ex1_answer") + 1, cell)
+    got = forbidden.findings(nb, A)
+    assert [(f.grade_id, f.name, f.where) for f in got] == [("ex2_attention", SDPA, "added cell 1 line 1")]
+
+
 @pytest.mark.parametrize("source, through", [
     (ROT13, "pkgutil.resolve_name"),
     ("import importlib\nm = importlib.import_module('transformer')\n", "importlib.import_module"),

@@ -10,17 +10,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import ROOT, make_submission, venv_env
+from conftest import NO_SCALE, ROOT, make_submission, venv_env
 
 pytestmark = pytest.mark.slow
 A = "04_queries_keys_values"
-
-NO_SCALE = """def attention(q, k, v, mask=None):
-    scores = q @ k.transpose(-2, -1)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    return scores.softmax(dim=-1) @ v
-"""
 
 
 @pytest.fixture(scope="module")

@@ -39,7 +39,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from conftest import ROOT, make_submission, solution_sources, venv_env
+from conftest import NO_SCALE, ROOT, make_submission, solution_sources, venv_env
 
 pytestmark = pytest.mark.slow
 A = "04_queries_keys_values"
@@ -52,12 +52,6 @@ LOOPS = """import time
 def causal_mask(seq_len):
     while True:
         time.sleep(0.05)
-"""
-NO_SCALE = """def attention(q, k, v, mask=None):
-    scores = q @ k.transpose(-2, -1)
-    if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    return scores.softmax(dim=-1) @ v
 """
 # Strings of the hidden tests (grader/hidden/a04.py, and the old solution notebook's hidden blocks).
 HIDDEN = ("manual_seed(2024)", "manual_seed(77)", "scaled_dot_product_attention(", "BEGIN HIDDEN TESTS")

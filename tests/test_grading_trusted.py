@@ -555,14 +555,7 @@ def test_no_javascript_link_after_typesetting(echoed, tmp_path):
     browser = DevTools(tmp_path / "profile")
     try:
         browser.send("Page.navigate", session=True, url=page.as_uri())
-        found = None
-        for _ in range(3):
-            try:
-                found = browser.evaluate(TYPESET_LINKS.replace("__URL__", json.dumps(page.as_uri())), timeout=90)
-                break
-            except RuntimeError as error:  # the page before went away under the evaluation: ask the new one
-                if "destroyed" not in str(error) and "navigated" not in str(error):
-                    raise
+        found = browser.evaluate_on_new_page(TYPESET_LINKS.replace("__URL__", json.dumps(page.as_uri())), timeout=90)
     finally:
         browser.close()
     assert found and not found["error"] and found["typeset"], f"MathJax did not typeset the page: {found}"

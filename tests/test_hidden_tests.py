@@ -24,7 +24,7 @@ from grader.verdicts import judge_replies, problem_of
 from tools.nbmeta import grade_id, is_graded, is_solution
 from transformer import checks
 
-from bank import CHECKS, KEEPS_INPUTS, RIGHT, WRONG
+from bank import CHECKS, KEEPS_INPUTS, RIGHT_CASES, WRONG
 from conftest import notebook_path, setup_source
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # a wrong answer may make PyTorch warn
@@ -194,10 +194,6 @@ def test_forged_replies_never_pass_a_wrong_answer(assignment, cell, tmp_path):
                 forged_some = True
                 assert problem_of(case, "ok", forged), (mistake, case.what)
     assert forged_some, f"{cell}: no wrong answer in the bank gave a probe's reply to forge"
-
-
-RIGHT_CASES = [(a, cell, what, src) for a, cells in RIGHT.items() for cell, rights in cells.items()
-               for what, src in rights]
 
 
 @pytest.mark.parametrize("assignment,cell,what,source", RIGHT_CASES,

@@ -20,8 +20,10 @@ from pathlib import Path
 
 import pytest
 
+import widget_state
 from browser import SETTLED, DevTools
 from conftest import ROOT
+from widget_state import matches
 
 pytestmark = pytest.mark.slow
 
@@ -42,45 +44,15 @@ def text_of(markup: str) -> str:
     return re.sub(r"\s+", "", "".join(parser.parts))
 
 
-def notebook_explorers(path) -> list[list[str]]:
-    """For each explorer a chapter shows, in order: the stored views (frames) of its static part."""
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    state = nb["metadata"].get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
-
-    def ref(value):
-        return value[len("IPY_MODEL_"):] if isinstance(value, str) and value.startswith("IPY_MODEL_") else None
-
-    def frames(model_id, seen):
-        if model_id in seen or model_id not in state:
-            return
-        seen.add(model_id)
-        s = state[model_id]["state"]
-        value = s.get("value")
-        if isinstance(value, str) and value.startswith("<div class='explorer-frame'"):
-            yield value
-        for child in s.get("children", []):
-            if ref(child):
-                yield from frames(ref(child), seen)
-
-    found = []
-    for cell in nb["cells"]:
-        for out in cell.get("outputs", []):
-            view = out.get("data", {}).get("application/vnd.jupyter.widget-view+json")
-            if view and "explorer" in state.get(view["model_id"], {}).get("state", {}).get("_dom_classes", []):
-                static = ref(state[view["model_id"]]["state"]["children"][1])
-                found.append(list(frames(static, set())))
-    return found
+def notebook_explorers(path) -> list[list[tuple[list[str], str]]]:
+    """For each explorer a chapter shows, in order: the stored views of its static part, with their grid points."""
+    state, roots = widget_state.read(path)
+    return [widget_state.frames(state, widget_state.static_part(state, root)) for root in roots]
 
 
-def matches(pattern: str, key: list[int]) -> bool:
-    parts = pattern.split(".")
-    return len(parts) == len(key) and all(p == "*" or int(p) == k for p, k in zip(parts, key))
-
-
-def stored_view(frames: list[str], key: list[int]) -> str:
-    for frame in frames:
-        keys = re.match(r"<div class='explorer-frame' data-k='([^']*)'>", frame).group(1).split()
-        if any(matches(k, key) for k in keys):
+def stored_view(frames: list[tuple[list[str], str]], key: list[int]) -> str:
+    for patterns, frame in frames:
+        if any(matches(p, key) for p in patterns):
             return frame
     raise AssertionError(f"no stored view for {key}")
 

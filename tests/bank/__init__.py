@@ -35,3 +35,7 @@ for _info in pkgutil.iter_modules(__path__):
         EXPECTED[_mod.ASSIGNMENT] = getattr(_mod, "EXPECTED", {})
         RIGHT[_mod.ASSIGNMENT] = getattr(_mod, "RIGHT", {})
         KEEPS_INPUTS[_mod.ASSIGNMENT] = getattr(_mod, "KEEPS_INPUTS", {})
+
+# (assignment, answer cell, what, source) of every correct alternative, for parametrized tests
+RIGHT_CASES = [(a, cell, what, src) for a, cells in RIGHT.items() for cell, rights in cells.items()
+               for what, src in rights]

@@ -70,6 +70,12 @@ ENTRY_POINTS = {
     "masked_softmax": lambda: T.masked_softmax(r(2, 4, 4), CAUSAL_4),
     "causal_padding_mask": lambda: T.causal_padding_mask(IDS, 0),
     "split_heads": lambda: T.split_heads(r(2, 4, 16), 4),
+    "sample_next": lambda: T.sample_next(r(2, 10), 0.8, torch.Generator().manual_seed(0), top_k=5, top_p=0.9),
+    "sampling_distribution": lambda: T.sampling_distribution(r(2, 10), 0.8, 5, 0.9),
+    "BPETokenizer.train": lambda: T.BPETokenizer.train(["a b c a b", "a b d"], 3),
+    "mask_tokens": lambda: T.mask_tokens(IDS + 5, 3, 20, generator=torch.Generator().manual_seed(0)),
+    "TransformerConfig": lambda: T.TransformerConfig(vocab_size=20, d_model=16, n_heads=4, d_ff=32, n_layers=1,
+                                                     max_len=8, n_kv_heads=2),
 }
 
 

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from ._validate import require_positive_int, require_rank
 from .data import pad_batch
-from .decoding import beam_decode, greedy_decode
+from .decoding import _max_len_renamed, beam_decode, greedy_decode
 from .progress import TrainingProgress
 
 
@@ -145,11 +145,13 @@ def fit(model, batches: Iterator, steps: int, loss_fn: Callable | None = None, l
     return losses
 
 
+@_max_len_renamed
 @torch.no_grad()
 def translate(model, corpus, sentences: Sequence[str], max_new_tokens: int = 12, beam_size: int = 1,
               alpha: float = 1.0) -> list[str]:
     """Translations of English ``sentences`` with a trained :class:`~transformer.model.EncoderDecoder`:
-    greedy (``beam_size=1``, the whole batch at once) or by beam search (one sentence at a time).
+    greedy (``beam_size=1``, the whole batch at once) or by beam search (one sentence at a time), each at most
+    ``max_new_tokens`` tokens long (its old name ``max_len`` gets an error that says so).
 
     ``corpus`` is a :class:`transformer.data.Corpus` (its tokenizers turn words into ids and back).
     """

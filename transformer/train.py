@@ -73,9 +73,9 @@ def masked_token_loss(model, batch: tuple[torch.Tensor, torch.Tensor], pad_id: i
                       label_smoothing: float = 0.0) -> torch.Tensor:
     """Loss of an encoder-only model on ``batch = (masked ids, labels)``, both ``(batch, T)``.
 
-    ``labels`` hold ``pad_id`` everywhere except at the masked positions, so
-    only the blanks count (see :func:`transformer.data.mask_words`): the loss of
-    :func:`transformer.pretraining.masked_lm_loss` with ``ignore_index=pad_id``.
+    Every label equal to ``pad_id`` is left out of the mean: ``labels`` hold the original token at the
+    masked positions and ``pad_id`` everywhere else, so only the blanks count.
+    :func:`transformer.pretraining.masked_lm_loss` is this loss with its ``ignore_index`` in place of ``pad_id``.
     """
     masked, labels = batch
     return sequence_loss(model(masked), labels, pad_id, label_smoothing)

@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, generator, reads
-from grader.hidden.judge import as_int, describe, fields, tensor
+from grader.hidden.judge import describe, entry, fields, shape, tensor
 
 ASSIGNMENT = "08_cross_attention"
 GRADED = ["ex1_cross_shapes", "ex2_cross_attention", "ex3_decoder_block"]
@@ -31,53 +31,15 @@ TOL = {"atol": 1e-5, "rtol": 1e-4}
 # ----------------------------------------------------------------- exercise 1: shapes by hand
 
 
-def _shape_of(x):
-    """A shape written as a tuple (or list, or 1-D tensor) of whole numbers, or None."""
-    if isinstance(x, torch.Tensor) and x.dim() == 1 and not x.dtype.is_floating_point and x.dtype != torch.bool:
-        return tuple(int(v) for v in x.tolist())
-    if not isinstance(x, (list, tuple)):
-        return None
-    out = tuple(as_int(v) for v in x)
-    return None if None in out else out
-
-
-def _entry(reply, key):
-    if not isinstance(reply, dict):
-        return None, f"expected a dict, got {describe(reply)}"
-    if key not in reply:
-        return None, f"the dict has no entry {key!r}"
-    return reply[key], None
-
-
-def _shape_judge(key, want):
-    def judge(reply):
-        got, problem = _entry(reply, key)
-        if problem:
-            return problem
-        shape = _shape_of(got)
-        if shape is None:
-            return f"{key}: expected a tuple of ints, got {describe(got)}"
-        if len(shape) != len(want):
-            return f"{key}: the number of dimensions is wrong"
-        wrong = [i for i, (a, b) in enumerate(zip(shape, want, strict=True)) if a != b]
-        if wrong:
-            return f"{key}: {len(wrong)} of {len(want)} sizes are wrong (the first at position {wrong[0]})"
-        return None
-    return judge
-
-
-def _side_judge(key, want):
-    def judge(reply):
-        got, problem = _entry(reply, key)
-        if problem:
-            return problem
+def _side(want):
+    def check(got):
         if not isinstance(got, str):
-            return f"{key}: expected the string 'decoder' or 'encoder', got {describe(got)}"
+            return f"expected the string 'decoder' or 'encoder', got {describe(got)}"
         side = got.strip().lower()
         if side not in ("decoder", "encoder"):
-            return f"{key}: expected 'decoder' or 'encoder', got another string"
-        return None if side == want else f"{key}: this is the wrong side"
-    return judge
+            return "expected 'decoder' or 'encoder', got another string"
+        return None if side == want else "this is the wrong side"
+    return check
 
 
 def ex1_cross_shapes(seed: int):
@@ -91,10 +53,12 @@ def ex1_cross_shapes(seed: int):
     said = {"Q": "the shape of the queries per head", "K": "the shape of the keys per head",
             "V": "the shape of the values per head", "weights": "the shape of the attention weights",
             "output": "the shape of the layer's output"}
-    for key, shape in ref.items():
-        yield Case(f"answer[{key!r}], {said[key]} (exact)", reads("answer"), _shape_judge(key, shape))
+    for key, want in ref.items():
+        yield Case(f"answer[{key!r}], {said[key]} (exact)", reads("answer"),
+                   entry(key, lambda got, want=want: shape(got, want), "answer"))
     for key, side in [("Q from", "decoder"), ("K from", "encoder"), ("V from", "encoder")]:
-        yield Case(f"answer[{key!r}], the side {key[0]} is computed from", reads("answer"), _side_judge(key, side))
+        yield Case(f"answer[{key!r}], the side {key[0]} is computed from", reads("answer"),
+                   entry(key, _side(side), "answer"))
 
 
 # ----------------------------------------------------------------- exercise 2: cross-attention

@@ -6,13 +6,11 @@ from the seed. Every other input (weights, sizes of the padding, token vectors) 
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 
 from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, generator, reads
+from grader.hidden import Case, Request, calls, fill, generator, reads
 from grader.hidden.judge import describe, entry, fields, shape, tensor
 
 ASSIGNMENT = "08_cross_attention"
@@ -94,20 +92,6 @@ def ex2_cross_attention(seed: int):
 # ----------------------------------------------------------------- exercise 3: the decoder block
 
 
-def _fill(module: torch.nn.Module, g: torch.Generator, spread: float = 0.2) -> None:
-    """Every parameter of ``module`` drawn from ``g``: matrices of size about 1/sqrt(fan-in), norm scales about 1,
-    biases about ``spread`` (non-trivial norms and biases too)."""
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            noise = torch.randn(p.shape, generator=g)
-            if p.dim() > 1:
-                p.copy_(noise / math.sqrt(p.shape[-1]))
-            elif "norm" in name and name.endswith("weight"):
-                p.copy_(1 + spread * noise)
-            else:
-                p.copy_(spread * noise)
-
-
 def _block_judge(ref):
     def judge(reply):
         loaded, out = fields(reply, "loaded", "out")
@@ -123,8 +107,7 @@ def ex3_decoder_block(seed: int):
     for d, h, ff, b, td, te in [(8, 2, 16, 2, 5, 7), (12, 3, 20, 3, 4, 6), (4, 1, 8, 1, 1, 1)]:
         with torch.random.fork_rng():                        # every parameter is drawn from g below
             layer = torch.nn.TransformerDecoderLayer(d, h, ff, dropout=0.0, batch_first=True).eval()
-        _fill(layer, g)
-        state = {k: v.clone() for k, v in layer.state_dict().items()}
+        state = fill(layer, g, spread=0.2)
         x = torch.randn(b, td, d, generator=g)
         mem = torch.randn(b, te, d, generator=g)
         causal = torch.ones(td, td, dtype=torch.bool).tril()

@@ -123,3 +123,15 @@ def test_large_answers_report_position_and_size_of_the_error():
         checks.check_attention(almost)
     assert "1 of 36 values are wrong" in str(err.value)
     assert re.search(r"first wrong value at index \(1, 2, 3\); largest error 0\.5\b", str(err.value))
+
+
+def test_by_hand_answers_never_say_where_they_are_wrong():
+    """A few values written by hand: the index of a wrong one would give it away, so the by-hand checks of
+    chapters 7 and 12 say how many are wrong, not where (compare, for a small tensor, says where)."""
+    mask = [[1, 0, 0, 0], [1, 1, 0, 0], [1, 1, 1, 0], [1, 1, 1, 0]]  # the last entry is wrong
+    running = {"m1": 2.0, "l1": 1.0 + math.exp(-1), "m2": 4.0, "l2": 1.0}  # l2 is wrong
+    for check, answer in [(checks.check_causal_by_hand, mask), (checks.check_online_by_hand, running)]:
+        with pytest.raises(CheckFailed, match="1 of .* values are wrong") as err:
+            check(answer)
+        assert "index" not in str(err.value)
+    assert "wrong at index (1,)" in checks.compare(torch.zeros(2), torch.tensor([0.0, 1.0]), ("key",))

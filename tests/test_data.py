@@ -14,7 +14,6 @@ from transformer.data import (
     all_pairs,
     allowed_fill_ins,
     allowed_next_words,
-    mask_words,
     maskable,
     pad_batch,
     split_pairs,
@@ -178,31 +177,6 @@ def test_batches_are_padded_and_reproducible():
     assert ((tgt == corpus.tgt.vocab.eos_id).sum(dim=1) == 1).all()
     lengths = (src != 0).sum(dim=1)
     assert lengths.max() == src.shape[1] and lengths.min() >= 4  # shortest sentence: "I ate an apple"
-
-
-def test_mask_words_hides_exactly_one_word():
-    ids = torch.tensor([[1, 7, 8, 9, 2, 0], [1, 5, 2, 0, 0, 0]])
-    masked, labels = mask_words(ids, mask_id=4, generator=torch.Generator().manual_seed(0), keep=(1, 2))
-    for row in range(2):
-        pos = (masked[row] == 4).nonzero().flatten().tolist()
-        assert len(pos) == 1
-        p = pos[0]
-        assert ids[row, p] not in (0, 1, 2)
-        assert labels[row, p] == ids[row, p]
-        assert (labels[row] != 0).sum() == 1
-        keep = torch.ones(6, dtype=torch.bool)
-        keep[p] = False
-        assert torch.equal(masked[row][keep], ids[row][keep])
-    assert masked[1, 1] == 4  # the only maskable word of row 1
-    with pytest.raises(ValueError, match="at least one word"):
-        mask_words(torch.tensor([[1, 2, 0]]), 4, torch.Generator(), keep=(1, 2))
-
-
-def test_mask_words_is_uniform_over_the_words():
-    ids = torch.tensor([[1, 5, 6, 7, 2]]).expand(3000, 5)
-    masked, _ = mask_words(ids, 4, torch.Generator().manual_seed(0), keep=(1, 2))
-    share = (masked == 4).float().mean(dim=0)
-    torch.testing.assert_close(share, torch.tensor([0.0, 1 / 3, 1 / 3, 1 / 3, 0.0]), atol=0.03, rtol=0)
 
 
 def test_allowed_words_by_hand():

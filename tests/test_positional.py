@@ -250,9 +250,9 @@ def test_registry_names_the_five_schemes():
 # where each scheme must end up: (added to the embeddings, rotating q and k, biasing the scores)
 PLACES = {"sinusoidal": (SinusoidalPositionalEncoding, None, None),
           "learned": (LearnedPositionalEncoding, None, None),
-          "relative": (torch.nn.Identity, None, RelativePositionBias),
-          "rope": (torch.nn.Identity, RotaryEmbedding, None),
-          "none": (torch.nn.Identity, None, None)}
+          "relative": (None, None, RelativePositionBias),
+          "rope": (None, RotaryEmbedding, None),
+          "none": (None, None, None)}
 
 
 @pytest.mark.parametrize("positional", list(PLACES))
@@ -262,7 +262,7 @@ def test_every_model_puts_the_scheme_where_it_acts(positional):
     kind = lambda m: None if m is None else type(m)  # noqa: E731
     translator = EncoderDecoder(cfg)
     for embed in (translator.src_embed, translator.tgt_embed, DecoderOnly(cfg).embed, EncoderOnly(cfg).embed):
-        assert type(embed.positions) is added
+        assert kind(embed.positions) is added
     layers = [*translator.encoder.layers, *translator.decoder.layers]
     for layer in layers:
         assert (kind(layer.self_attn.rope), kind(layer.self_attn.relative_bias)) == (rotary, bias)

@@ -264,3 +264,13 @@ def test_translate_and_exact_match_with_a_scripted_model():
     pairs = [("I ate an apple", "Ich habe einen Apfel gegessen"), ("We saw a cat", "Wir haben eine Katze gesehen")]
     assert exact_match(oracle, corpus, pairs) == 0.5
     assert exact_match(oracle, corpus, pairs, batch_size=1) == 0.5
+
+
+def test_translate_counts_new_tokens_in_max_new_tokens_and_names_it_for_the_old_keyword():
+    corpus = Corpus()
+    voc = corpus.tgt.vocab
+    oracle = Oracle([voc.id_of(w) for w in "Ich habe einen Apfel gegessen".split()] + [voc.eos_id], len(voc))
+    for beam_size in (1, 2):
+        assert translate(oracle, corpus, ["I ate an apple"], max_new_tokens=2, beam_size=beam_size) == ["Ich habe"]
+    with pytest.raises(TypeError, match=r"translate: max_len is now called max_new_tokens .*got max_len=2"):
+        translate(oracle, corpus, ["I ate an apple"], max_len=2)

@@ -258,21 +258,3 @@ def maskable(ids: torch.Tensor, special_ids: Sequence[int]) -> torch.Tensor:
     id of ``special_ids`` (padding, ``<sos>``, ``<mask>``, ...). Every masking step of the package uses it."""
     return ~torch.isin(ids, torch.tensor(list(special_ids), dtype=ids.dtype))  # (batch, T)
 
-
-def mask_words(ids: torch.Tensor, mask_id: int, generator: torch.Generator, pad_id: int = 0,
-               keep: Sequence[int] = ()) -> tuple[torch.Tensor, torch.Tensor]:
-    """Hide one word per row, for fill-in-the-blank training of an encoder-only model (chapters 10 and 11).
-
-    ``ids (batch, T)`` -> ``(masked, labels)``, both ``(batch, T)``: in each row one
-    position, drawn uniformly among those that are neither ``pad_id`` nor in
-    ``keep`` (e.g. ``<sos>``, ``<eos>``), is replaced by ``mask_id``; ``labels``
-    holds the hidden word there and ``pad_id`` everywhere else.
-    """
-    allowed = maskable(ids, (pad_id, *keep))  # (batch, T)
-    if not bool(allowed.any(dim=1).all()):
-        raise ValueError("ids: expected every row to have at least one word that may be masked")
-    scores = torch.rand(ids.shape, generator=generator).masked_fill(~allowed, -1.0)  # (batch, T)
-    pos = scores.argmax(dim=1, keepdim=True)  # (batch, 1): one allowed position per row
-    masked = ids.scatter(1, pos, mask_id)
-    labels = torch.full_like(ids, pad_id).scatter(1, pos, ids.gather(1, pos))
-    return masked, labels

@@ -46,13 +46,14 @@ def _check_cache(cache, ids: torch.Tensor, n_layers: int) -> None:
 
 
 class _Embed(nn.Module):
-    """Token embedding (plus token types), plus an added positional encoding, an optional norm, then dropout."""
+    """Token embedding (plus token types), plus the positional encoding when the scheme adds one to the embeddings
+    (``positions`` is None otherwise), an optional norm, then dropout."""
 
     def __init__(self, cfg: TransformerConfig, vocab_size: int):
         super().__init__()
         self.tokens = TokenEmbedding(vocab_size, cfg.d_model, scale=cfg.scale_embeddings)
-        added = positional_module(cfg, ActsOn.EMBEDDINGS)  # None when the scheme acts inside attention, or for NoPE
-        self.positions = nn.Identity() if added is None else added
+        # None when the scheme acts inside attention (RoPE, relative bias) or adds none (NoPE)
+        self.positions = positional_module(cfg, ActsOn.EMBEDDINGS)
         # BERT's segments (sentence A or B) and the norm after its embeddings; absent from the 2017 model
         self.types = TokenEmbedding(cfg.type_vocab_size, cfg.d_model, scale=False) if cfg.type_vocab_size else None
         self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast) if cfg.embedding_norm else None
@@ -68,7 +69,7 @@ class _Embed(nn.Module):
         x = self.tokens(ids)  # (batch, seq) -> (batch, seq, d_model)
         if self.types is not None:  # no types given: every token is of type 0
             x = x + self.types(torch.zeros_like(ids) if token_type_ids is None else token_type_ids)
-        if not isinstance(self.positions, nn.Identity):
+        if self.positions is not None:
             x = self.positions(x, offset)
         return self.drop(x if self.norm is None else self.norm(x))  # (batch, seq, d_model)
 

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from ._validate import require_positive_int, require_rank
 from .data import pad_batch
-from .decoding import beam_decode, greedy_decode
+from .decoding import _max_len_renamed, beam_decode, greedy_decode
 from .progress import TrainingProgress
 
 
@@ -73,9 +73,9 @@ def masked_token_loss(model, batch: tuple[torch.Tensor, torch.Tensor], pad_id: i
                       label_smoothing: float = 0.0) -> torch.Tensor:
     """Loss of an encoder-only model on ``batch = (masked ids, labels)``, both ``(batch, T)``.
 
-    ``labels`` hold ``pad_id`` everywhere except at the masked positions, so
-    only the blanks count (see :func:`transformer.data.mask_words`): the loss of
-    :func:`transformer.pretraining.masked_lm_loss` with ``ignore_index=pad_id``.
+    Every label equal to ``pad_id`` is left out of the mean: ``labels`` hold the original token at the
+    masked positions and ``pad_id`` everywhere else, so only the blanks count.
+    :func:`transformer.pretraining.masked_lm_loss` is this loss with its ``ignore_index`` in place of ``pad_id``.
     """
     masked, labels = batch
     return sequence_loss(model(masked), labels, pad_id, label_smoothing)
@@ -145,11 +145,13 @@ def fit(model, batches: Iterator, steps: int, loss_fn: Callable | None = None, l
     return losses
 
 
+@_max_len_renamed
 @torch.no_grad()
 def translate(model, corpus, sentences: Sequence[str], max_new_tokens: int = 12, beam_size: int = 1,
               alpha: float = 1.0) -> list[str]:
     """Translations of English ``sentences`` with a trained :class:`~transformer.model.EncoderDecoder`:
-    greedy (``beam_size=1``, the whole batch at once) or by beam search (one sentence at a time).
+    greedy (``beam_size=1``, the whole batch at once) or by beam search (one sentence at a time), each at most
+    ``max_new_tokens`` tokens long (its old name ``max_len`` gets an error that says so).
 
     ``corpus`` is a :class:`transformer.data.Corpus` (its tokenizers turn words into ids and back).
     """

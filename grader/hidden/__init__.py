@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import math
 import random
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
@@ -70,6 +71,22 @@ def generator(seed: int, name: str) -> torch.Generator:
 def rng(seed: int, name: str) -> random.Random:
     """A Python ``random.Random`` for the inputs called ``name``."""
     return random.Random(derive(seed, name))
+
+
+def fill(module: torch.nn.Module, g: torch.Generator, spread: float) -> dict:
+    """Every parameter of ``module`` drawn from ``g``: matrices of size about 1/sqrt(fan-in), norm scales
+    (``gamma``, a norm's ``weight``) about 1, biases about ``spread`` (non-trivial norms and biases too).
+    Returns a copy of its state dict."""
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            noise = torch.randn(p.shape, generator=g)
+            if p.dim() > 1:
+                p.copy_(noise / math.sqrt(p.shape[-1]))
+            elif name.endswith("gamma") or ("norm" in name and name.endswith("weight")):
+                p.copy_(1 + spread * noise)
+            else:
+                p.copy_(spread * noise)
+    return {k: v.clone() for k, v in module.state_dict().items()}
 
 
 def module_for(assignment: str):

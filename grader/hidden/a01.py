@@ -116,13 +116,14 @@ def _random_words(g, symbols, count_range, length_range) -> dict:
     return words
 
 
-def _each(arglists, problem_of):
-    """A judge of :func:`call_each`'s replies: ``problem_of(out, args)`` for every call, the first problem."""
+def _each(arglists, problem_of, after: bool = False):
+    """A judge of :func:`call_each`'s replies: ``problem_of(out, *args)`` for every call (with ``after``,
+    ``problem_of(args after the call, *args)``), the first problem."""
     def judge(replies):
         replies = items(replies, len(arglists), "the replies, one per call")
         for n, (reply, args) in enumerate(zip(replies, arglists, strict=True), 1):
-            out, _after = fields(reply, "out", "args")
-            problem = problem_of(out, *args)
+            out, args_after = fields(reply, "out", "args")
+            problem = problem_of(args_after if after else out, *args)
             if problem:
                 return f"vocabulary {n} of {len(arglists)}: {problem}"
         return None
@@ -131,15 +132,7 @@ def _each(arglists, problem_of):
 
 def _kept(arglists, names):
     """An unscored judge of :func:`call_each`'s replies: every call left its arguments as they were."""
-    def judge(replies):
-        replies = items(replies, len(arglists), "the replies, one per call")
-        for n, (reply, args) in enumerate(zip(replies, arglists, strict=True), 1):
-            _out, after = fields(reply, "out", "args")
-            problem = unchanged(list(args), after, names)
-            if problem:
-                return f"vocabulary {n} of {len(arglists)}: {problem}"
-        return None
-    return judge
+    return _each(arglists, lambda args_after, *args: unchanged(list(args), args_after, names), after=True)
 
 
 def _each_request(name, arglists):

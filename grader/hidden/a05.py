@@ -8,12 +8,11 @@ kernel alone sees them).
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, generator, reads
-from grader.hidden.judge import describe, entry, fields, returns, tensor
+from grader.hidden.judge import as_int, describe, entry, fields, returns, shape, tensor
 
 ASSIGNMENT = "05_multi_head_attention"
 GRADED = ["ex1_head_arithmetic", "ex2_split_heads", "ex3_merge_heads", "ex4_multihead_attention"]
@@ -33,32 +32,14 @@ PROJECTIONS = ("w_q", "w_k", "w_v", "w_o")
 
 # --------------------------------------------------------------------------- exercise 1
 
-def _as_int(x):
-    """``x`` as an int if it is a whole number (int, integral float, one-element tensor), else None."""
-    if isinstance(x, torch.Tensor) and x.numel() == 1 and not x.dtype.is_complex or \
-            isinstance(x, np.ndarray) and x.size == 1:
-        x = x.item()
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        return None
-    return int(x) if float(x).is_integer() else None
-
-
 def _size(value, want) -> str | None:
     """``value`` must be the whole number ``want`` (an int) or the shape ``want``, a tuple of ints."""
-    if isinstance(want, int):
-        n = _as_int(value)
-        if n is None:
-            return f"expected a whole number, got {describe(value)}"
-        return None if n == want else "the number is wrong"
-    if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 1:
-        value = value.tolist()
-    if not isinstance(value, (tuple, list)) or any(_as_int(s) is None for s in value):
-        return f"expected a shape as a tuple of ints, e.g. (2, 3), got {describe(value)}"
-    shape = tuple(_as_int(s) for s in value)
-    if len(shape) != len(want):
-        return f"expected {len(want)} dimensions, got {'more' if len(shape) > len(want) else 'fewer'}"
-    wrong = [str(i) for i, (a, b) in enumerate(zip(shape, want, strict=True)) if a != b]
-    return f"the size of dimension {', '.join(wrong)} is wrong" if wrong else None
+    if not isinstance(want, int):
+        return shape(value, want)
+    n = as_int(value)
+    if n is None:
+        return f"expected a whole number, got {describe(value)}"
+    return None if n == want else "the number is wrong"
 
 
 def ex1_head_arithmetic(seed: int):

@@ -6,14 +6,12 @@ from the seed. Every other input (weights, sizes of the padding, token vectors) 
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 
 from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, generator, reads
-from grader.hidden.judge import as_int, describe, fields, tensor
+from grader.hidden import Case, Request, calls, fill, generator, reads
+from grader.hidden.judge import describe, entry, fields, shape, tensor
 
 ASSIGNMENT = "08_cross_attention"
 GRADED = ["ex1_cross_shapes", "ex2_cross_attention", "ex3_decoder_block"]
@@ -31,53 +29,15 @@ TOL = {"atol": 1e-5, "rtol": 1e-4}
 # ----------------------------------------------------------------- exercise 1: shapes by hand
 
 
-def _shape_of(x):
-    """A shape written as a tuple (or list, or 1-D tensor) of whole numbers, or None."""
-    if isinstance(x, torch.Tensor) and x.dim() == 1 and not x.dtype.is_floating_point and x.dtype != torch.bool:
-        return tuple(int(v) for v in x.tolist())
-    if not isinstance(x, (list, tuple)):
-        return None
-    out = tuple(as_int(v) for v in x)
-    return None if None in out else out
-
-
-def _entry(reply, key):
-    if not isinstance(reply, dict):
-        return None, f"expected a dict, got {describe(reply)}"
-    if key not in reply:
-        return None, f"the dict has no entry {key!r}"
-    return reply[key], None
-
-
-def _shape_judge(key, want):
-    def judge(reply):
-        got, problem = _entry(reply, key)
-        if problem:
-            return problem
-        shape = _shape_of(got)
-        if shape is None:
-            return f"{key}: expected a tuple of ints, got {describe(got)}"
-        if len(shape) != len(want):
-            return f"{key}: the number of dimensions is wrong"
-        wrong = [i for i, (a, b) in enumerate(zip(shape, want, strict=True)) if a != b]
-        if wrong:
-            return f"{key}: {len(wrong)} of {len(want)} sizes are wrong (the first at position {wrong[0]})"
-        return None
-    return judge
-
-
-def _side_judge(key, want):
-    def judge(reply):
-        got, problem = _entry(reply, key)
-        if problem:
-            return problem
+def _side(want):
+    def check(got):
         if not isinstance(got, str):
-            return f"{key}: expected the string 'decoder' or 'encoder', got {describe(got)}"
+            return f"expected the string 'decoder' or 'encoder', got {describe(got)}"
         side = got.strip().lower()
         if side not in ("decoder", "encoder"):
-            return f"{key}: expected 'decoder' or 'encoder', got another string"
-        return None if side == want else f"{key}: this is the wrong side"
-    return judge
+            return "expected 'decoder' or 'encoder', got another string"
+        return None if side == want else "this is the wrong side"
+    return check
 
 
 def ex1_cross_shapes(seed: int):
@@ -91,10 +51,12 @@ def ex1_cross_shapes(seed: int):
     said = {"Q": "the shape of the queries per head", "K": "the shape of the keys per head",
             "V": "the shape of the values per head", "weights": "the shape of the attention weights",
             "output": "the shape of the layer's output"}
-    for key, shape in ref.items():
-        yield Case(f"answer[{key!r}], {said[key]} (exact)", reads("answer"), _shape_judge(key, shape))
+    for key, want in ref.items():
+        yield Case(f"answer[{key!r}], {said[key]} (exact)", reads("answer"),
+                   entry(key, lambda got, want=want: shape(got, want), "answer"))
     for key, side in [("Q from", "decoder"), ("K from", "encoder"), ("V from", "encoder")]:
-        yield Case(f"answer[{key!r}], the side {key[0]} is computed from", reads("answer"), _side_judge(key, side))
+        yield Case(f"answer[{key!r}], the side {key[0]} is computed from", reads("answer"),
+                   entry(key, _side(side), "answer"))
 
 
 # ----------------------------------------------------------------- exercise 2: cross-attention
@@ -130,20 +92,6 @@ def ex2_cross_attention(seed: int):
 # ----------------------------------------------------------------- exercise 3: the decoder block
 
 
-def _fill(module: torch.nn.Module, g: torch.Generator, spread: float = 0.2) -> None:
-    """Every parameter of ``module`` drawn from ``g``: matrices of size about 1/sqrt(fan-in), norm scales about 1,
-    biases about ``spread`` (non-trivial norms and biases too)."""
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            noise = torch.randn(p.shape, generator=g)
-            if p.dim() > 1:
-                p.copy_(noise / math.sqrt(p.shape[-1]))
-            elif "norm" in name and name.endswith("weight"):
-                p.copy_(1 + spread * noise)
-            else:
-                p.copy_(spread * noise)
-
-
 def _block_judge(ref):
     def judge(reply):
         loaded, out = fields(reply, "loaded", "out")
@@ -159,8 +107,7 @@ def ex3_decoder_block(seed: int):
     for d, h, ff, b, td, te in [(8, 2, 16, 2, 5, 7), (12, 3, 20, 3, 4, 6), (4, 1, 8, 1, 1, 1)]:
         with torch.random.fork_rng():                        # every parameter is drawn from g below
             layer = torch.nn.TransformerDecoderLayer(d, h, ff, dropout=0.0, batch_first=True).eval()
-        _fill(layer, g)
-        state = {k: v.clone() for k, v in layer.state_dict().items()}
+        state = fill(layer, g, spread=0.2)
         x = torch.randn(b, td, d, generator=g)
         mem = torch.randn(b, te, d, generator=g)
         causal = torch.ones(td, td, dtype=torch.bool).tril()

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from grader.forbidden import Forbid
 from grader.hidden import Case, Request, generator, reads
 from grader.hidden.a09_head import ex4_tied_output_head  # noqa: F401 - exercise 4 lives beside this module
-from grader.hidden.judge import as_int, describe, entry, fields, number, numbers, tensor, unchanged
+from grader.hidden.judge import describe, entry, fields, number, numbers, tensor, unchanged, whole_numbers
 
 ASSIGNMENT = "09_output_head"
 GRADED = ["ex1_output_by_hand", "ex2_masked_cross_entropy", "ex3_greedy_decoding", "ex4_tied_output_head"]
@@ -146,24 +146,10 @@ def ex2_masked_cross_entropy(seed: int):
 # ----------------------------------------------------------------- exercise 3: greedy decoding
 
 
-def _ids(got):
-    """A list of token ids (whole numbers of any kind, or a 1-D tensor or array of them), or None."""
-    if isinstance(got, (torch.Tensor, np.ndarray)) and got.ndim == 1:
-        got = got.tolist()  # Python numbers: a 0-d tensor per item would cost hundreds of bytes each
-    if not isinstance(got, (list, tuple)):
-        return None
-    out = []
-    for i in got:
-        if as_int(i) is None:
-            return None
-        out.append(as_int(i))
-    return out
-
-
 def _greedy_judge(expected):
     def judge(reply):
         out, _args, _seen = fields(reply, "out", "args", "seen")
-        got = _ids(out)
+        got = whole_numbers(out)
         if got is None:
             return f"expected a list of token ids (ints), got {describe(out)}"
         if len(got) != len(expected):

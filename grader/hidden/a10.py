@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.forbidden import Forbid
-from grader.hidden import Case, Request, generator, reads, rng
+from grader.hidden import Case, Request, fill, generator, reads, rng
 from grader.hidden.judge import as_number, describe, entry, fields, items, tensor, unchanged
 from transformer import Decoder, Encoder, EncoderDecoder, TransformerConfig
 from transformer.interop import copy_transformer
@@ -27,21 +27,6 @@ FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; test
 }
 FIXED = {"ex1_parameter_count"}  # the base model of the paper, counted by hand
 PARTS = ["src_embed", "tgt_embed", "positions", "encoder", "decoder", "head"]
-
-
-def _fill(module: torch.nn.Module, g: torch.Generator, spread: float = 0.1) -> dict:
-    """Every parameter of ``module`` drawn from ``g`` (matrices of size about 1/sqrt(fan-in), norm scales about
-    1, biases about ``spread``); its state dict, cloned."""
-    with torch.no_grad():
-        for name, p in module.named_parameters():
-            noise = torch.randn(p.shape, generator=g)
-            if p.dim() > 1:
-                p.copy_(noise / math.sqrt(p.shape[-1]))
-            elif name.endswith("gamma") or ("norm" in name and name.endswith("weight")):
-                p.copy_(1 + spread * noise)
-            else:
-                p.copy_(spread * noise)
-    return {k: v.clone() for k, v in module.state_dict().items()}
 
 
 # ----------------------------------------------------------------- exercise 1: counting by hand
@@ -107,7 +92,7 @@ def ex2_train_step(seed: int):
                    max_len=12)
         with torch.random.fork_rng():
             model = EncoderDecoder(TransformerConfig(**cfg))   # every parameter is drawn from g below
-        state = _fill(model, g)
+        state = fill(model, g, spread=0.1)
         src = torch.randint(3, 10, (3, 5), generator=g)
         src[0, 3:] = 0
         tgt = torch.randint(3, 9, (3, 6), generator=g)
@@ -184,7 +169,7 @@ def ex3_translator(seed: int):
             warnings.simplefilter("ignore")
             theirs = torch.nn.Transformer(d, h, layers, layers, 2 * d, dropout=0.0, batch_first=True).eval()
             encoder, decoder = Encoder(TransformerConfig(**cfg)), Decoder(TransformerConfig(**cfg))
-        _fill(theirs, g)
+        fill(theirs, g, spread=0.1)
         copy_transformer(encoder, decoder, theirs)
         src = torch.randint(3, vs, (4, 7), generator=g)
         src[1, 5:], src[3, 2:] = 0, 0

@@ -1,5 +1,6 @@
 """Hidden tests of assignment 12, from 2017 to today (references: PyTorch's F.scaled_dot_product_attention,
-plain and causal, torch.cat, torch.repeat_interleave and F.silu, computed here; exercise 1 by hand).
+plain and causal, torch.cat, torch.repeat_interleave and F.silu, computed here; exercise 1 by the update rule, with the
+visible check's ``online_by_hand``).
 
 Exercise 1 is the exercise's own worked example (the scores [1, 2, 4, 1] in two tiles): its answer is fixed by
 the exercise's text, not drawn from the seed (``FIXED``). Every other input comes from the run's seed.
@@ -15,6 +16,7 @@ import torch.nn.functional as F
 from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, generator, reads
 from grader.hidden.judge import describe, fields, first, items, number, returns, tensor
+from transformer.checks.ch12 import online_by_hand
 
 ASSIGNMENT = "12_from_2017_to_today"
 GRADED = ["ex1_online_by_hand", "ex2_online_softmax_attention", "ex3_cache_step", "ex4_repeat_kv", "ex5_swiglu"]
@@ -33,21 +35,10 @@ HEADS = ["batch", "heads", "seq", "d_h"]
 # ----------------------------------------------------------------- exercise 1: by hand
 
 
-def _online_by_hand() -> dict[str, float]:
-    """The running maximum and sum after each of the two tiles [1, 2] and [4, 1], by the update rule."""
-    scores, m, total, out = [1.0, 2.0, 4.0, 1.0], -math.inf, 0.0, {}
-    for i, tile in enumerate((scores[:2], scores[2:]), 1):
-        m_new = max(m, *tile)
-        total = total * math.exp(m - m_new) + sum(math.exp(s - m_new) for s in tile)
-        m = m_new
-        out[f"m{i}"], out[f"l{i}"] = m, total
-    return out
-
-
 def _by_hand_judge(got):
     if not isinstance(got, dict):
         return f"running: expected a dict, got {describe(got)}"
-    want = _online_by_hand()
+    want = online_by_hand()  # the scores [1, 2, 4, 1] in tiles of 2, by the update rule
     for key in ("m1", "l1", "m2", "l2"):
         if key not in got:
             return f"running is missing the key {key!r}"

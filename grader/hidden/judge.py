@@ -17,7 +17,10 @@ import math
 import numpy as np
 import torch
 
-from transformer.checks.core import as_int, as_number  # noqa: F401 - the visible checks' reading of a number, for every hidden test
+# the visible checks' reading of a number (for every hidden test) and of a shape written by hand, and their way
+# of writing a shape, (batch=2, seq=3)
+from transformer.checks.answers import as_ints
+from transformer.checks.core import as_int, as_number, named_shape  # noqa: F401 - as_int is for the hidden tests
 
 
 class Malformed(ValueError):
@@ -51,10 +54,26 @@ def describe(x) -> str:
     return PLAIN.get(type(x), "an object that is not plain data (not a tensor, number, str, list or dict)")
 
 
-def _shape(shape, dims) -> str:
-    if dims and len(dims) == len(shape):
-        return "(" + ", ".join(f"{d}={n}" for d, n in zip(dims, shape, strict=True)) + ")"
-    return str(tuple(shape))
+def whole_numbers(value) -> list[int] | None:
+    """A list of ints from a list or tuple of whole numbers of any kind (the visible checks' reading,
+    :func:`~transformer.checks.answers.as_ints`), or from a 1-D tensor or array of them (an array comes back
+    from the kernel as one); None for anything else."""
+    if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 1:
+        value = value.tolist()  # Python numbers: a 0-d tensor per item would cost hundreds of bytes each
+    out = as_ints(value)
+    return None if out is None else list(out)
+
+
+def shape(got, want: tuple[int, ...]) -> str | None:
+    """``got`` must be the shape ``want``, written by hand (see :func:`whole_numbers`): says how many dimensions
+    it should have and which have the wrong size, never a size that was given."""
+    found = whole_numbers(got)
+    if found is None:
+        return f"expected a shape as a tuple of ints, e.g. (2, 3), got {describe(got)}"
+    if len(found) != len(want):
+        return f"expected {len(want)} dimensions, got {'more' if len(found) > len(want) else 'fewer'}"
+    wrong = [str(i) for i, (a, b) in enumerate(zip(found, want, strict=True)) if a != b]
+    return f"the size of dimension {', '.join(wrong)} is wrong" if wrong else None
 
 
 def tensor(got, want: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4, dims=None, dtype: str = "kind",
@@ -67,11 +86,12 @@ def tensor(got, want: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4, dims
     if not isinstance(got, torch.Tensor):
         return f"expected a tensor, got {describe(got)}"
     if tuple(got.shape) != tuple(want.shape):
+        expected = named_shape(want.shape, dims or ())
         if got.dim() != want.dim():
-            return f"expected shape {_shape(want.shape, dims)}, got a tensor with {min(got.dim(), 99)} dimension(s)"
+            return f"expected shape {expected}, got a tensor with {min(got.dim(), 99)} dimension(s)"
         names = dims if dims and len(dims) == want.dim() else [f"dimension {i}" for i in range(want.dim())]
         wrong = [d for d, a, b in zip(names, got.shape, want.shape, strict=True) if a != b]
-        return f"expected shape {_shape(want.shape, dims)}; the size of {', '.join(wrong)} is wrong"
+        return f"expected shape {expected}; the size of {', '.join(wrong)} is wrong"
     if dtype == "exact" and got.dtype != want.dtype:
         return f"expected dtype {want.dtype}, got {got.dtype}"
     if dtype == "kind" and _kind(got.dtype) != _kind(want.dtype):

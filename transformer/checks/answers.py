@@ -1,4 +1,4 @@
-"""Helpers that several checks share to read a student's answer: dicts of counts, lists of ids, and a
+"""Helpers that several checks share to read a student's answer: dicts of counts, lists of ids, shapes, and a
 next-token function that counts how often the student's decoding loop calls it."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import torch
 
 from .core import as_int, fail
 
-__all__ = ["show", "plain_counts", "dict_problems", "as_ids", "CountedCalls"]
+__all__ = ["show", "plain_counts", "dict_problems", "as_ids", "as_ints", "CountedCalls"]
 
 
 def show(value, limit: int = 60) -> str:
@@ -76,3 +76,12 @@ def as_ids(got):
         ids = [as_int(i) for i in got]
         return got if None in ids else torch.tensor(ids, dtype=torch.float64)
     return got
+
+
+def as_ints(value) -> tuple[int, ...] | None:
+    """A tuple of ints from a tuple, list or ``torch.Size`` of whole numbers of any kind (see :func:`as_int`),
+    such as a shape written by hand; None for anything else."""
+    if not isinstance(value, (tuple, list)):  # a torch.Size is a tuple
+        return None
+    out = tuple(as_int(v) for v in value)
+    return None if None in out else out

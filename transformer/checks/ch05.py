@@ -9,7 +9,8 @@ from torch import nn
 
 from ..multihead import merge_heads, split_heads
 from . import references
-from .core import Mistake, as_int, as_number, call, compare, fail, outputs, report, require_keys
+from .answers import as_ints
+from .core import Mistake, as_number, call, compare, fail, outputs, report, require_keys
 from .earlier import builds_on
 from .mistakes.ch05 import MERGE_HEADS_MISTAKES, MHA_MISTAKES, SPLIT_HEADS_MISTAKES
 
@@ -97,8 +98,8 @@ def check_head_arithmetic(answer) -> None:
                 problems.append(f"Hint: {hint}")
     for key in HEAD_ARITHMETIC_KEYS[2:]:
         got, want = answer[key], expected[key]
-        got_t = tuple(as_int(s) for s in got) if isinstance(got, (tuple, list, torch.Size)) else (None,)
-        if None in got_t:
+        got_t = as_ints(got)
+        if got_t is None:
             problems.append(f"answer['{key}']: expected a shape as a tuple of ints, e.g. (2, 3), "
                             f"got {type(got).__name__}")
             continue

@@ -9,7 +9,7 @@ import torch
 
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask, causal_padding_mask, fully_masked_rows, padding_mask
-from .core import Mistake, as_tensor, backward, call, compare, fail, outputs, report, values_of
+from .core import Mistake, as_tensor, backward, call, compare, fail, hide_positions, outputs, report, values_of
 from .earlier import builds_on
 from .mistakes.ch07 import (
     CAUSAL_PADDING_MISTAKES,
@@ -24,11 +24,6 @@ __all__ = ["check_masked_row", "check_causal_by_hand", "check_teacher_forcing_sh
 MASKED_ROW_SCORES = (2.0, 1.0, -math.inf, -math.inf)
 MASKED_ROW_TOLERANCE = 1e-3
 PAD = 0
-
-
-def _hide_positions(problems: list[str]) -> list[str]:
-    """Drop the 'wrong at index' line: for a by-hand answer of a few entries it would give the answer away."""
-    return [p for p in problems if not p.startswith("wrong at index")]
 
 
 # ----------------------------------------------------------------------------- exercise 1
@@ -87,8 +82,8 @@ def check_causal_by_hand(answer) -> None:
         if not bool(((t == 0) | (t == 1)).all()):
             fail("✗ causal mask by hand", ["write each entry as True/False (or 1/0)"])
         answer = t.bool()
-    problems = _hide_positions(compare(answer, expected, ("query", "key"), mistakes=values_of(CAUSAL_BY_HAND_MISTAKES),
-                                       what="causal mask"))
+    problems = hide_positions(compare(answer, expected, ("query", "key"), mistakes=values_of(CAUSAL_BY_HAND_MISTAKES),
+                                      what="causal mask"))
     report("causal mask by hand", problems)
 
 

@@ -14,7 +14,8 @@ from ..config import TransformerConfig
 from ..interop import copy_decoder_block
 from ..masks import causal_mask, padding_mask
 from . import references
-from .core import Mistake, as_int, call, compare, fail, outputs, report, require_keys
+from .answers import as_ints
+from .core import Mistake, call, compare, fail, outputs, report, require_keys
 from .mistakes.ch08 import CROSS_ATTENTION_MISTAKES, DECODER_BLOCK_MISTAKES
 
 __all__ = ["check_cross_shapes", "check_cross_attention", "check_decoder_block_layer", "CROSS_SHAPES_SETTING"]
@@ -84,14 +85,6 @@ def _hint(part: str, wrong) -> str | None:
     return next((m.hint for m in CROSS_SHAPES_MISTAKES if m.part == part and m.wrong == wrong), None)
 
 
-def _as_shape(value):
-    if isinstance(value, torch.Size):
-        return tuple(value)
-    if isinstance(value, (tuple, list)) and all(as_int(s) is not None for s in value):
-        return tuple(as_int(s) for s in value)
-    return None
-
-
 def check_cross_shapes(answer) -> None:
     """A dict: the shapes of Q, K, V, the weights and the output, and where Q, K and V come from."""
     __tracebackhide__ = True
@@ -99,7 +92,7 @@ def check_cross_shapes(answer) -> None:
     expected = _expected_shapes()
     problems = []
     for name in SHAPE_KEYS:
-        shape = _as_shape(answer[name])
+        shape = as_ints(answer[name])
         if shape is None:
             problems.append(f"{name}: expected a tuple of ints such as (1, 2, 3), got {answer[name]!r}")
         elif shape != expected[name]:

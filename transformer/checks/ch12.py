@@ -12,7 +12,8 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from .core import Mistake, call, compare, fail, outputs, report, values_of
+from ..viz.online_softmax import online_steps
+from .core import Mistake, call, compare, fail, hide_positions, outputs, report, values_of
 from .mistakes.ch12 import CACHE_MISTAKES, ONLINE_MISTAKES, REPEAT_KV_MISTAKES, SWIGLU_MISTAKES
 
 __all__ = ["check_online_by_hand", "check_online_softmax_attention", "check_cache_step", "check_repeat_kv",
@@ -25,15 +26,10 @@ TOL = {"atol": 1e-5, "rtol": 1e-4}
 
 
 def online_by_hand(scores=ONLINE_SCORES, block: int = 2) -> dict[str, float]:
-    """The running maximum ``m`` and running sum ``l`` of ``exp(s - m)`` after each tile, by the textbook rule."""
-    m, total, out = -math.inf, 0.0, {}
-    for i, start in enumerate(range(0, len(scores), block), 1):
-        tile = scores[start:start + block]
-        m_new = max(m, *tile)
-        total = total * math.exp(m - m_new) + sum(math.exp(s - m_new) for s in tile)
-        m = m_new
-        out[f"m{i}"], out[f"l{i}"] = m, total
-    return out
+    """The running maximum ``m`` and running sum ``l`` of ``exp(s - m)`` after each tile (``m1``, ``l1``, ``m2``,
+    ...), as :func:`~transformer.viz.online_softmax.online_steps` computes them for the chapter's explorer."""
+    steps = online_steps(torch.tensor(scores, dtype=torch.float64), block, len(scores))
+    return {f"{key}{i}": step[key] for i, step in enumerate(steps, 1) for key in ("m", "l")}
 
 
 # ----------------------------------------------------------------------------- exercise 1
@@ -79,7 +75,7 @@ def check_online_by_hand(answer) -> None:
     for key in BY_HAND_KEYS:
         found = compare(answer[key], torch.tensor(right[key], dtype=torch.float64), (), atol=BY_HAND_TOLERANCE,
                         rtol=0.0, mistakes=values_of(ONLINE_BY_HAND_MISTAKES, key), what=key)
-        problems += [p for p in found if not p.startswith("wrong at index")]
+        problems += hide_positions(found)
     report("online softmax by hand", problems)
 
 

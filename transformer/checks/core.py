@@ -215,6 +215,11 @@ def compare(got, expected: torch.Tensor, dims: Sequence[str], atol: float = 1e-4
     return lines + known_mistake(t, mistakes, atol, rtol)
 
 
+def hide_positions(problems: list[str]) -> list[str]:
+    """``problems`` without the "wrong at index" line: for a by-hand answer of a few values it gives it away."""
+    return [p for p in problems if not p.startswith("wrong at index")]
+
+
 def known_mistake(t: torch.Tensor, mistakes: dict[str, torch.Tensor] | None, atol: float, rtol: float) -> list[str]:
     """The hint of the first known mistake that ``t`` reproduces, if any."""
     for text, value in (mistakes or {}).items():

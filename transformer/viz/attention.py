@@ -21,15 +21,20 @@ def plot_attention(weights, queries: Sequence[str], keys: Sequence[str], ax=None
     if ax is None:
         _, ax = plt.subplots(figsize=(0.6 * len(keys) + 2, 0.5 * len(queries) + 1.5))
     ax.imshow(w.numpy(), cmap="Blues", vmin=0.0, vmax=1.0)
-    ax.set_xticks(range(len(keys)), keys, rotation=45, ha="right")
-    ax.set_yticks(range(len(queries)), queries)
-    ax.set_xlabel("key (attended to)")
-    ax.set_ylabel("query (attending)")
     if annotate:
         for i in range(w.shape[0]):
             for j in range(w.shape[1]):
                 ax.text(j, i, f"{w[i, j]:.2f}", ha="center", va="center", fontsize=8,
                         color="white" if w[i, j] > 0.6 else "black")
+    return label_grid(ax, queries, keys, title)
+
+
+def label_grid(ax, queries: Sequence[str], keys: Sequence[str], title: str | None = None):
+    """Name the columns of a ``(T_q, T_k)`` picture on ``ax`` by key and its rows by query; returns ``ax``."""
+    ax.set_xticks(range(len(keys)), keys, rotation=45, ha="right")
+    ax.set_yticks(range(len(queries)), queries)
+    ax.set_xlabel("key (attended to)")
+    ax.set_ylabel("query (attending)")
     if title:
         ax.set_title(title)
     return ax

@@ -44,6 +44,12 @@ def _same(a, b) -> bool:
     return a == b
 
 
+def _set(control, value) -> None:
+    """Set ``control`` to ``value`` unless it holds it already (every change redraws the view)."""
+    if not _same(control.value, value):
+        control.value = value
+
+
 def _format(value, spec: str) -> str:
     try:
         return format(value, spec)
@@ -163,11 +169,9 @@ class Explorer:
         index = next(i for i, v in enumerate(values) if _same(v, start))
         children = []
         for value in values:
-            if not _same(control.value, value):
-                control.value = value
+            _set(control, value)
             children.append(self._store(order, override, ids, level + 1))
-        if not _same(control.value, start):
-            control.value = start
+        _set(control, start)
         return Node(control, labels, index, children, ids)
 
     def grid(self) -> list[tuple]:
@@ -188,8 +192,7 @@ class Explorer:
             return self.view.value
         finally:
             for control, value in zip(self.controls, saved):
-                if not _same(control.value, value):
-                    control.value = value
+                _set(control, value)
 
     def static_views(self) -> tuple[list, dict]:
         """The stored grid: the precomputable controls in nesting order, and ``{index tuple: view}``
@@ -223,8 +226,7 @@ class Explorer:
             finally:
                 self._storing, self._drawn = False, {}
                 for control, value in zip(self.controls, saved):
-                    if not _same(control.value, value):
-                        control.value = value
+                    _set(control, value)
                 self._update()
         return order, override, tree
 

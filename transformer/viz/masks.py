@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 import torch
 
 from ..masks import causal_mask, masked_softmax
-from .attention import weight_bars
+from .attention import label_grid, weight_bars
 from .explorer import Explorer
 
 PAD = "<pad>"
@@ -53,13 +53,7 @@ def plot_mask(mask, queries: Sequence[str], keys: Sequence[str], ax=None, title:
         for j in range(m.shape[1]):
             if not m[i, j]:
                 ax.text(j, i, BLOCKED, ha="center", va="center", fontsize=9, color="0.35")
-    ax.set_xticks(range(len(keys)), keys, rotation=45, ha="right")
-    ax.set_yticks(range(len(queries)), queries)
-    ax.set_xlabel("key (attended to)")
-    ax.set_ylabel("query (attending)")
-    if title:
-        ax.set_title(title)
-    return ax
+    return label_grid(ax, queries, keys, title)
 
 
 def mask_grid_html(scores, mask, queries: Sequence[str], keys: Sequence[str], highlight: int | None = None) -> str:

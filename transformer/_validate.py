@@ -187,3 +187,51 @@ def require_mask(name: str, mask, target: tuple[int, ...], layout: str) -> torch
                 f"got {shape_str(mask)}"
             )
     return mask
+
+
+def require_attention_inputs(q, k, v, mask=None, bias=None) -> None:
+    """Attention's ``q (batch, [heads,] T_q, d_k)``, ``k (batch, [heads,] T_k, d_k)``, ``v (batch, [heads,] T_k, d_v)``:
+    floating point, of one dtype, sizes that fit together; a bool ``mask`` and a float ``bias`` that broadcast to
+    the scores ``(batch, [heads,] T_q, T_k)``."""
+    _require_qkv(q, k, v)
+    score_shape = (*q.shape[:-1], k.shape[-2])  # (batch, [heads,] T_q, T_k)
+    if mask is not None:
+        require_mask("mask", mask, score_shape, "(batch, [heads,] T_q, T_k)")
+    if bias is not None:
+        require_float("bias", bias)
+        try:
+            torch.broadcast_shapes(bias.shape, score_shape)
+        except RuntimeError:
+            raise ValueError(
+                f"bias: expected a shape broadcastable to (batch, [heads,] T_q, T_k) = {score_shape}, "
+                f"got {shape_str(bias)}"
+            ) from None
+
+
+def _require_qkv(q, k, v) -> None:
+    layout = "(batch, [heads,] seq, d)"
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        require_float(name, t)
+        require_rank(name, t, (3, 4), layout)
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"k, v: expected the dtype of q ({q.dtype}), got k {k.dtype} and v {v.dtype}")
+    if not (q.dim() == k.dim() == v.dim()):
+        raise ValueError(
+            f"k, v: expected the same number of dimensions as q ({q.dim()}), "
+            f"got k {shape_str(k)} and v {shape_str(v)}"
+        )
+    if q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2]:
+        raise ValueError(
+            f"k, v: expected the same leading (batch, [heads]) sizes as q {tuple(q.shape[:-2])}, "
+            f"got k {shape_str(k)} and v {shape_str(v)}"
+        )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"k: expected d_k={q.shape[-1]} (the last size of q) in its last dimension, "
+            f"got {k.shape[-1]} (shape {shape_str(k)})"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"v: expected one value per key, seq={k.shape[-2]} in dimension {v.dim() - 2}, "
+            f"got {v.shape[-2]} (shape {shape_str(v)})"
+        )

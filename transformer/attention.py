@@ -24,7 +24,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._validate import require_choice, require_float, require_mask, require_rank, shape_str
+from ._validate import require_attention_inputs, require_choice
 from .masks import _fully_masked_rows, _masked_softmax
 
 EMPTY_ROW_POLICIES = ("zero", "raise")
@@ -54,7 +54,8 @@ def scaled_dot_product_attention(
     with ``weights (batch, [heads,] T_q, T_k)`` when ``return_weights=True``.
     ``fast=True`` computes the same thing with ``F.scaled_dot_product_attention``.
     """
-    check_attention_arguments(q, k, v, mask, bias, empty_rows)
+    require_attention_inputs(q, k, v, mask, bias)
+    _check_empty_rows(mask, empty_rows)
     return _scaled_dot_product_attention(q, k, v, mask, bias, scale, dropout_p, return_weights, fast)
 
 
@@ -94,59 +95,13 @@ def _fused(q, k, v, mask, bias, scale: float, dropout_p: float) -> torch.Tensor:
     return out if empty is None else out.masked_fill(empty, 0.0)
 
 
-# ---- the checks of the entry points (here and in flash.py)
+# ---- the check of the entry point's own option (its tensors are checked by _validate.require_attention_inputs)
 
-def check_attention_arguments(q, k, v, mask=None, bias=None, empty_rows: str = "zero") -> None:
-    """``q, k, v`` that fit together, a mask and a bias that broadcast to the scores ``(..., T_q, T_k)``,
-    and, with ``empty_rows="raise"``, a mask that leaves every query at least one key."""
-    _check_qkv(q, k, v)
+def _check_empty_rows(mask, empty_rows: str) -> None:
+    """``empty_rows`` is a known policy; with ``"raise"``, every query row of ``mask`` allows some key."""
     require_choice("empty_rows", empty_rows, EMPTY_ROW_POLICIES)
-    score_shape = (*q.shape[:-1], k.shape[-2])  # (batch, [heads,] T_q, T_k)
-    if mask is not None:
-        require_mask("mask", mask, score_shape, "(batch, [heads,] T_q, T_k)")
-        if empty_rows == "raise":
-            _refuse_empty_rows(mask)
-    if bias is not None:
-        require_float("bias", bias)
-        try:
-            torch.broadcast_shapes(bias.shape, score_shape)
-        except RuntimeError:
-            raise ValueError(
-                f"bias: expected a shape broadcastable to (batch, [heads,] T_q, T_k) = {score_shape}, "
-                f"got {shape_str(bias)}"
-            ) from None
-
-
-def _check_qkv(q, k, v) -> None:
-    layout = "(batch, [heads,] seq, d)"
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        require_float(name, t)
-        require_rank(name, t, (3, 4), layout)
-    if not (q.dtype == k.dtype == v.dtype):
-        raise TypeError(f"k, v: expected the dtype of q ({q.dtype}), got k {k.dtype} and v {v.dtype}")
-    if not (q.dim() == k.dim() == v.dim()):
-        raise ValueError(
-            f"k, v: expected the same number of dimensions as q ({q.dim()}), "
-            f"got k {shape_str(k)} and v {shape_str(v)}"
-        )
-    if q.shape[:-2] != k.shape[:-2] or k.shape[:-2] != v.shape[:-2]:
-        raise ValueError(
-            f"k, v: expected the same leading (batch, [heads]) sizes as q {tuple(q.shape[:-2])}, "
-            f"got k {shape_str(k)} and v {shape_str(v)}"
-        )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"k: expected d_k={q.shape[-1]} (the last size of q) in its last dimension, "
-            f"got {k.shape[-1]} (shape {shape_str(k)})"
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"v: expected one value per key, seq={k.shape[-2]} in dimension {v.dim() - 2}, "
-            f"got {v.shape[-2]} (shape {shape_str(v)})"
-        )
-
-
-def _refuse_empty_rows(mask: torch.Tensor) -> None:
+    if mask is None or empty_rows != "raise":
+        return
     empty = _fully_masked_rows(mask)
     if bool(empty.any()):
         raise ValueError(

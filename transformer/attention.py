@@ -95,7 +95,7 @@ def _fused(q, k, v, mask, bias, scale: float, dropout_p: float) -> torch.Tensor:
     return out if empty is None else out.masked_fill(empty, 0.0)
 
 
-# ---- the check of the entry point's own option (its tensors are checked by _validate.require_attention_inputs)
+# ----------------------------------------------------------------------------- argument checks
 
 def _check_empty_rows(mask, empty_rows: str) -> None:
     """``empty_rows`` is a known policy; with ``"raise"``, every query row of ``mask`` allows some key."""

@@ -110,7 +110,7 @@ def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Te
     return weights.masked_fill(empty, 0.0)
 
 
-# ---- the checks of the entry points
+# ----------------------------------------------------------------------------- argument checks
 
 def _check_ids_and_pad(ids, pad_id) -> None:
     require_token_ids("ids", ids, ranks=(2,))

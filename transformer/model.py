@@ -23,28 +23,6 @@ from .norm import make_norm
 from .positional import ActsOn, positional_module
 
 
-def _check_types(token_type_ids, ids: torch.Tensor, type_vocab_size: int) -> None:
-    """Token types (segments) ``(batch, seq)`` like ``ids``, each in ``[0, type_vocab_size)``."""
-    if type_vocab_size == 0:
-        raise ValueError("token_type_ids: expected None, since the config has type_vocab_size=0 (no token types), "
-                         f"got a {type(token_type_ids).__name__}")
-    require_tensor("token_type_ids", token_type_ids)
-    if token_type_ids.shape != ids.shape:
-        raise ValueError(f"token_type_ids: expected the shape of ids {shape_str(ids)}, got {shape_str(token_type_ids)}")
-    require_token_ids("token_type_ids", token_type_ids, type_vocab_size, what="types")
-
-
-def _check_cache(cache, ids: torch.Tensor, n_layers: int) -> None:
-    """A :class:`~transformer.kv_cache.KVCache` with one layer per block, for the batch of ``ids``."""
-    layers = getattr(cache, "layers", None)
-    if not isinstance(layers, list) or len(layers) != n_layers:
-        raise TypeError(f"cache: expected a KVCache with {n_layers} layers (KVCache({n_layers})), "
-                        f"got {type(cache).__name__}")
-    if len(cache) and cache.layers[0].k.shape[0] != ids.shape[0]:
-        raise ValueError(f"ids: expected the cache's batch of {cache.layers[0].k.shape[0]} sequences, "
-                         f"got shape {shape_str(ids)}")
-
-
 class _Embed(nn.Module):
     """Token embedding (plus token types), plus the positional encoding when the scheme adds one to the embeddings
     (``positions`` is None otherwise), an optional norm, then dropout."""
@@ -165,3 +143,27 @@ class EncoderOnly(nn.Module):
 def count_parameters(model: nn.Module) -> int:
     """Trainable parameters, each shared tensor counted once."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters() if p.requires_grad}.values())
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+def _check_types(token_type_ids, ids: torch.Tensor, type_vocab_size: int) -> None:
+    """Token types (segments) ``(batch, seq)`` like ``ids``, each in ``[0, type_vocab_size)``."""
+    if type_vocab_size == 0:
+        raise ValueError("token_type_ids: expected None, since the config has type_vocab_size=0 (no token types), "
+                         f"got a {type(token_type_ids).__name__}")
+    require_tensor("token_type_ids", token_type_ids)
+    if token_type_ids.shape != ids.shape:
+        raise ValueError(f"token_type_ids: expected the shape of ids {shape_str(ids)}, got {shape_str(token_type_ids)}")
+    require_token_ids("token_type_ids", token_type_ids, type_vocab_size, what="types")
+
+
+def _check_cache(cache, ids: torch.Tensor, n_layers: int) -> None:
+    """A :class:`~transformer.kv_cache.KVCache` with one layer per block, for the batch of ``ids``."""
+    layers = getattr(cache, "layers", None)
+    if not isinstance(layers, list) or len(layers) != n_layers:
+        raise TypeError(f"cache: expected a KVCache with {n_layers} layers (KVCache({n_layers})), "
+                        f"got {type(cache).__name__}")
+    if len(cache) and cache.layers[0].k.shape[0] != ids.shape[0]:
+        raise ValueError(f"ids: expected the cache's batch of {cache.layers[0].k.shape[0]} sequences, "
+                         f"got shape {shape_str(ids)}")

@@ -33,11 +33,6 @@ def teacher_forcing(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return tgt[:, :-1], tgt[:, 1:]
 
 
-def _check_smoothing(label_smoothing: float) -> None:
-    if not 0.0 <= label_smoothing < 1.0:
-        raise ValueError(f"label_smoothing: expected a number in [0, 1), got {label_smoothing}")
-
-
 def sequence_loss(logits: torch.Tensor, labels: torch.Tensor, pad_id: int | None = 0,
                   label_smoothing: float = 0.0) -> torch.Tensor:
     """Mean cross-entropy over the non-pad labels: ``logits (batch, T, V)``, ``labels (batch, T)``.
@@ -172,3 +167,10 @@ def exact_match(model, corpus, pairs: Sequence[tuple[str, str]], batch_size: int
         got = translate(model, corpus, [en for en, _ in chunk])
         right += sum(g == de for g, (_, de) in zip(got, chunk))
     return right / len(pairs)
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+def _check_smoothing(label_smoothing: float) -> None:
+    if not 0.0 <= label_smoothing < 1.0:
+        raise ValueError(f"label_smoothing: expected a number in [0, 1), got {label_smoothing}")

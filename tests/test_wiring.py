@@ -75,3 +75,30 @@ def test_no_module_or_function_is_too_long():
                     if size > MAX_FUNCTION_LINES:
                         long.append(f"{relative}:{node.lineno} {node.name}(): {size} lines")
     assert not long, long
+
+
+def checks_above_their_callers(source: str) -> list[str]:
+    """The argument checks (``_check_*``, ``_require_*``) of a module defined above a function that calls them."""
+    tree = ast.parse(source)
+    checks = {node.name: node.lineno for node in tree.body
+              if isinstance(node, ast.FunctionDef) and node.name.startswith(("_check", "_require"))}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name not in checks:  # a check may call another anywhere
+            for call in ast.walk(node):
+                name = getattr(getattr(call, "func", None), "id", None) if isinstance(call, ast.Call) else None
+                if name in checks and checks[name] < node.lineno:
+                    found.append(f"{name} (line {checks[name]}) above {node.name} (line {node.lineno})")
+    return found
+
+
+def test_argument_checks_sit_below_the_code_they_guard():
+    """A module of the package opens on its ideas; its own checks come at its end (CONTRIBUTING.md)."""
+    assert checks_above_their_callers("def _check_x(x): ...\n\ndef f(x):\n    _check_x(x)\n")  # it can fail
+    offenders = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.parent.name in ("checks", "mistakes"):
+            continue  # the exercises' checks: there a _check_* is a part of a check, not an argument check
+        if found := checks_above_their_callers(path.read_text(encoding="utf-8")):
+            offenders[str(path.relative_to(ROOT))] = found
+    assert not offenders, offenders

@@ -29,7 +29,7 @@ trained once for the chapters: :mod:`transformer.pretrained`. Pictures and explo
 
 from . import viz
 from .attention import scaled_dot_product_attention
-from .blocks import Decoder, DecoderBlock, Encoder, EncoderBlock
+from .blocks import Decoder, DecoderBlock, Encoder, EncoderBlock, SelfAttentionStack
 from .config import TransformerConfig
 from .decoding import generate, greedy_decode, next_token, sample_decode, softmax_with_temperature
 from .embedding import TokenEmbedding, rms
@@ -72,7 +72,8 @@ __all__ = [
     "BPETokenizer", "Decoder", "DecoderBlock", "DecoderOnly", "Encoder", "EncoderBlock", "EncoderDecoder",
     "EncoderOnly", "LayerNorm", "LearnedPositionalEncoding", "MultiHeadAttention", "OutputHead",
     "PositionwiseFeedForward", "RMSNorm", "RelativePositionBias", "RotaryEmbedding", "SPECIAL_TOKENS",
-    "SinusoidalPositionalEncoding", "TokenEmbedding", "TransformerConfig", "Vocabulary", "WordTokenizer",
+    "SelfAttentionStack", "SinusoidalPositionalEncoding", "TokenEmbedding", "TransformerConfig", "Vocabulary",
+    "WordTokenizer",
     "apply_rope", "causal_mask", "causal_padding_mask", "count_pairs", "count_parameters", "fully_masked_rows",
     "generate", "greedy_decode", "masked_softmax", "merge_heads", "merge_pair", "next_token", "one_hot",
     "padding_mask", "rms", "rotation_matrix", "sample_decode", "scaled_dot_product_attention", "sequence_loss",

@@ -73,11 +73,11 @@ class DecoderBlock(nn.Module):
         return self.norm3(x + self.drop3(self.ff(x)))
 
 
-class Encoder(nn.Module):
+class SelfAttentionStack(nn.Module):
     """A stack of self-attention blocks, :class:`EncoderBlock` (and a final norm for pre-norm models).
 
-    Chapter 6 builds it as the encoder; a decoder-only model uses the same stack under a causal mask,
-    and calls it by what it is, :data:`SelfAttentionStack`.
+    Chapter 6 builds it as the encoder, :data:`Encoder`; a decoder-only model uses the same stack under a
+    causal mask, and a Vision Transformer on patches.
     """
 
     def __init__(self, cfg: TransformerConfig):
@@ -92,7 +92,7 @@ class Encoder(nn.Module):
         return self.norm(x)
 
 
-SelfAttentionStack = Encoder  # the encoder of chapter 6 and, under a causal mask, GPT's decoder: the same class
+Encoder = SelfAttentionStack  # chapter 6's name: the stack is the encoder of the 2017 model
 
 
 class Decoder(nn.Module):

@@ -81,6 +81,9 @@ CASES = {
                                              m("x:", "expected d_model=16", "got shape (2, 5, 8)")),
     "x of the wrong width to Encoder": (lambda: T.Encoder(cfg())(r(2, 5, 8)), ValueError,
                                         m("x:", "expected d_model=16", "got shape (2, 5, 8)")),
+    "a mask of the wrong shape to SelfAttentionStack": (
+        lambda: T.SelfAttentionStack(cfg())(r(2, 5, 16), torch.ones(2, 5, 4, dtype=torch.bool)), ValueError,
+        m("mask:", "(batch, T_q, T_k) = (2, 5, 5)", "got (2, 5, 4)")),
     "memory of the wrong width to DecoderBlock": (lambda: T.DecoderBlock(cfg())(r(2, 5, 16), r(2, 7, 8)), ValueError,
                                                   m("memory:", "d_model=16", "got (2, 7, 8)")),
     "memory of another batch to Decoder": (lambda: T.Decoder(cfg())(r(2, 5, 16), r(3, 7, 16)), ValueError,

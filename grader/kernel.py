@@ -148,7 +148,12 @@ class Kernel:
                     continue
                 lines, chars = lines + n, chars + size
                 out.chars = chars
-                out.outputs.append(node)
+                last = out.outputs[-1] if out.outputs else None
+                if (kind == "stream" and last is not None and last.get("output_type") == "stream"
+                        and last.get("name") == node.get("name")):
+                    last["text"] += node["text"]  # one block, as a notebook shows it, however the kernel flushed it
+                else:
+                    out.outputs.append(node)
 
     def _interrupt(self, msg_id: str) -> None:
         """Ask the kernel to stop; kill it if it does not become idle within a few seconds."""

@@ -1,5 +1,6 @@
 """What a kernel sends back is bounded by all it carries: an output's metadata and an error's traceback count
-toward a cell's limit as its text does (a flood of them cannot grow the grader's memory)."""
+toward a cell's limit as its text does (a flood of them cannot grow the grader's memory). Consecutive prints
+to one stream are kept as one block of text, however the kernel flushed them."""
 
 from __future__ import annotations
 
@@ -30,3 +31,26 @@ def test_a_flood_of_metadata_is_cut_at_the_cells_limit():
     kept = sum(len(str(o.get("metadata", ""))) for o in out.outputs)
     assert out.status == "ok" and out.flooded
     assert kept <= MAX_CHARS, kept  # the old count (text and data only) kept all 40 MB of it
+
+
+SPLIT_PRINTS = """
+import sys, time
+for part in ("ONE:", " refused", "\\n"):
+    sys.stdout.write(part)
+    sys.stdout.flush()          # each part its own stream message, as a loaded machine may send them
+    time.sleep(0.05)
+"""
+
+
+def test_consecutive_prints_to_one_stream_are_one_block():
+    """A loaded kernel sent ``print("ONE:", "refused")`` as two messages, and the feedback page showed two blocks."""
+    box = sandbox.new_box()
+    sandbox.give(box / "out")
+    kernel = Kernel(box)
+    try:
+        kernel.start()
+        out = kernel.execute(SPLIT_PRINTS, 60)
+    finally:
+        kernel.stop()
+        sandbox.remove_box(box)
+    assert [(o["name"], o["text"]) for o in out.outputs] == [("stdout", "ONE: refused\n")]

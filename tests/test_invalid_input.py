@@ -43,6 +43,16 @@ IDS_13 = torch.tensor([[1, 2, 3]])
 BOOL_55 = torch.ones(5, 5, dtype=torch.bool)
 
 CASES = {
+    # ---- checks that went through the shared helpers: a wrong type is a TypeError, a bool is no int
+    "norm_first='no' to TransformerConfig": (lambda: cfg(norm_first="no"), TypeError,
+                                             m("norm_first:", "expected True or False", "got str 'no'")),
+    "fast=3 to TransformerConfig": (lambda: cfg(fast=3), TypeError, m("fast:", "expected True or False", "got int 3")),
+    "tie_weights=1 to TransformerConfig": (lambda: cfg(tie_weights=1), TypeError,
+                                           m("tie_weights:", "expected True or False", "got int 1")),
+    "share_embeddings=None to TransformerConfig": (lambda: cfg(share_embeddings=None), TypeError,
+                                                   m("share_embeddings:", "expected True or False", "got NoneType")),
+    "final_norm='yes' to TransformerConfig": (lambda: cfg(final_norm="yes"), TypeError,
+                                              m("final_norm:", "expected None", "True or False", "got str 'yes'")),
     # ---- wrong rank
     "q rank 2": (lambda: sdpa(q=r(5, 8)), ValueError,
                  m("q:", "expected 3 or 4 dimensions", "got 2 with shape (5, 8)")),

@@ -44,6 +44,8 @@ BOOL_55 = torch.ones(5, 5, dtype=torch.bool)
 
 CASES = {
     # ---- checks that went through the shared helpers: a wrong type is a TypeError, a bool is no int
+    "NaN angle to rotation_matrix": (lambda: T.rotation_matrix(float("nan")), ValueError,
+                                     m("angle:", "expected a number (radians)", "got nan")),
     "norm_first='no' to TransformerConfig": (lambda: cfg(norm_first="no"), TypeError,
                                              m("norm_first:", "expected True or False", "got str 'no'")),
     "fast=3 to TransformerConfig": (lambda: cfg(fast=3), TypeError, m("fast:", "expected True or False", "got int 3")),
@@ -53,6 +55,8 @@ CASES = {
                                                    m("share_embeddings:", "expected True or False", "got NoneType")),
     "final_norm='yes' to TransformerConfig": (lambda: cfg(final_norm="yes"), TypeError,
                                               m("final_norm:", "expected None", "True or False", "got str 'yes'")),
+    "a string acts_on to positional_module": (lambda: T.positional.positional_module(cfg(), "embeddings"), TypeError,
+                                              m("acts_on:", "a member of ActsOn", "got str 'embeddings'")),
     # ---- wrong rank
     "q rank 2": (lambda: sdpa(q=r(5, 8)), ValueError,
                  m("q:", "expected 3 or 4 dimensions", "got 2 with shape (5, 8)")),
@@ -111,7 +115,7 @@ CASES = {
     "a three-symbol pair to merge_pair": (lambda: T.merge_pair(("l", "o", "w"), {("l", "o"): 1}), TypeError,
                                           m("pair:", "a tuple of two symbols", "got ('l', 'o', 'w')")),
     "a string angle to rotation_matrix": (lambda: T.rotation_matrix("90"), TypeError,
-                                          m("angle:", "expected a number", "got '90'")),
+                                          m("angle:", "expected a number", "got str '90'")),
     "a list to rms": (lambda: T.rms([1.0, 2.0]), TypeError, m("x:", "expected a torch.Tensor", "got list")),
     "0 positions to sinusoidal_encoding": (lambda: T.sinusoidal_encoding(0, 4), ValueError,
                                            m("n_positions:", "expected a positive int", "got 0")),

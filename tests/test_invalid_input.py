@@ -44,8 +44,14 @@ BOOL_55 = torch.ones(5, 5, dtype=torch.bool)
 
 CASES = {
     # ---- checks that went through the shared helpers: a wrong type is a TypeError, a bool is no int
+    "True as a special id to mask_tokens": (lambda: T.mask_tokens(IDS_13, 4, 10, special_ids=[True]), TypeError,
+                                            m("special_ids:", "each an int", "got bool True")),
     "NaN angle to rotation_matrix": (lambda: T.rotation_matrix(float("nan")), ValueError,
                                      m("angle:", "expected a number (radians)", "got nan")),
+    "a string label_smoothing to sequence_loss": (lambda: T.sequence_loss(r(1, 3, 10), IDS_13, 0, "0.1"), TypeError,
+                                                  m("label_smoothing:", "a number in [0, 1)", "got str '0.1'")),
+    "a string held_out to split_pairs": (lambda: T.data.split_pairs([("a", "b")], held_out="0.1"), TypeError,
+                                         m("held_out:", "a fraction in (0, 1)", "got str '0.1'")),
     "norm_first='no' to TransformerConfig": (lambda: cfg(norm_first="no"), TypeError,
                                              m("norm_first:", "expected True or False", "got str 'no'")),
     "fast=3 to TransformerConfig": (lambda: cfg(fast=3), TypeError, m("fast:", "expected True or False", "got int 3")),

@@ -64,7 +64,8 @@ class Vocabulary:
         )
 
     def token_of(self, i: int) -> str:
-        """The token of id ``i``: an int, or one as NumPy or a one-element tensor of ids holds it (not a bool)."""
+        """The token of id ``i``: an int, a NumPy integer or a one-element integer tensor (an item of a tensor of
+        ids), never a bool."""
         i = require_index("id", i, 0, len(self) - 1)
         return self.itos[i]
 

@@ -19,7 +19,7 @@ from transformer import (
     shift_matrix,
     sinusoidal_encoding,
 )
-from transformer.positional import POSITIONAL_SCHEMES, positional_module
+from transformer.positional import POSITIONAL_SCHEMES, ActsOn, positional_module
 
 
 def randn(*shape, seed=0, dtype=torch.float32):
@@ -230,7 +230,7 @@ def test_half_pairs_keep_the_relative_property_and_come_from_the_config():
     torch.testing.assert_close(rq @ rk.T, shifted, atol=1e-5, rtol=0)  # scores depend on t - i only
     cfg = TransformerConfig(vocab_size=20, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, positional="rope",
                             rope_pairs="half")
-    assert positional_module(cfg, "queries and keys").pairs == "half"
+    assert positional_module(cfg, ActsOn.QUERIES_AND_KEYS).pairs == "half"
     assert "pairs='half'" in repr(RotaryEmbedding(8, pairs="half")) and "pairs" not in repr(RotaryEmbedding(8))
 
 
@@ -273,12 +273,18 @@ def test_every_model_puts_the_scheme_where_it_acts(positional):
 
 def test_positional_module_sizes_come_from_the_config():
     cfg = _config("rope")
-    assert positional_module(cfg, "queries and keys").d_head == 8
-    assert positional_module(cfg, "embeddings") is None
-    assert positional_module(_config("relative"), "scores").bias.shape == (2, 2 * 16 + 1)  # (heads, 2 max_len + 1)
-    assert positional_module(_config("learned"), "embeddings").weight.shape == (16, 16)  # (max_len, d_model)
-    with pytest.raises(ValueError, match=r"acts_on: expected one of .*'scores'.*got 'keys'"):
-        positional_module(cfg, "keys")
+    assert positional_module(cfg, ActsOn.QUERIES_AND_KEYS).d_head == 8
+    assert positional_module(cfg, ActsOn.EMBEDDINGS) is None
+    assert positional_module(_config("relative"), ActsOn.SCORES).bias.shape == (2, 2 * 16 + 1)  # (heads, 2 max_len + 1)
+    assert positional_module(_config("learned"), ActsOn.EMBEDDINGS).weight.shape == (16, 16)  # (max_len, d_model)
+
+
+@pytest.mark.parametrize("acts_on", ["keys", "queries and keys", ActsOn.SCORES.value])
+def test_positional_module_takes_an_acts_on_not_a_string(acts_on):
+    """A string, even one that is an ActsOn's value, is refused: the three places are the members themselves."""
+    with pytest.raises(TypeError, match=r"acts_on: expected a member of ActsOn \(ActsOn.EMBEDDINGS, "
+                                        r"ActsOn.QUERIES_AND_KEYS, ActsOn.SCORES\), got str '"):
+        positional_module(_config("relative"), acts_on)
 
 
 # ----------------------------------------------------------- relative bias

@@ -67,7 +67,7 @@ def test_tiny_lm_is_an_encoder_in_eval_mode_with_learned_positions(loaded):
 
 
 def test_tiny_lm_rejects_an_unknown_kind():
-    with pytest.raises(ValueError, match=r"kind: expected one of \['encoder', 'causal'\], got 'bert'"):
+    with pytest.raises(ValueError, match=r"kind: expected one of \['causal', 'encoder'\], got 'bert'"):
         tiny_lm("bert")
     with pytest.raises(TypeError, match="sentences: expected a list of strings"):
         encode(tiny_lm()[1], LECTURE_TIRED)
@@ -254,6 +254,10 @@ def test_the_grammar_gives_one_corpus_per_seed():
     assert not set(validation) & set(train) and not set(grammar.LECTURE_SENTENCES) & set(train)
     with pytest.raises(ValueError, match="n: expected an int >= 0, got -1"):
         grammar.generate(-1)
+    with pytest.raises(TypeError, match="n: expected an int >= 0, got float 3.0"):
+        grammar.generate(3.0)
+    with pytest.raises(TypeError, match=r"pronoun_share: expected a probability in \[0, 1\], got str '0.5'"):
+        grammar.generate(3, pronoun_share="0.5")
 
 
 def test_training_is_deterministic():

@@ -3,6 +3,7 @@
 import json
 from collections import Counter
 
+import numpy as np
 import pytest
 import torch
 
@@ -41,6 +42,9 @@ def test_vocabulary_order_and_duplicates():
     v = Vocabulary(["b", "a", "b", "c"])
     assert v.itos == [*SPECIAL_TOKENS, "b", "a", "c"]
     assert v.token_of(torch.tensor(5)) == "a"
+    # an id as a tensor of ids or a NumPy array holds it: a 0-d or one-element integer tensor, a NumPy integer
+    ids = (torch.tensor([4]), np.int64(6), torch.tensor(5, dtype=torch.int32))
+    assert [v.token_of(i) for i in ids] == ["b", "c", "a"]
     assert "c" in v and "d" not in v
 
 

@@ -72,6 +72,7 @@ def test_token_boxes_escape_and_separate_words():
     ({"tokenizer": "bpe", "text": "a"}, TypeError, "tokenizer: expected a BPETokenizer, got str"),
     ({"tokenizer": TOK, "text": ["a"]}, TypeError, "text: expected str, got list"),
     ({"tokenizer": TOK, "text": "a", "merges": 11}, ValueError, r"merges: expected an int in \[0, 10\], got 11"),
+    ({"tokenizer": TOK, "text": "a", "merges": 2.0}, TypeError, r"merges: expected an int in \[0, 10\], got float 2.0"),
 ])
 def test_explorer_rejects_bad_arguments(kwargs, error, match):
     with pytest.raises(error, match=match):

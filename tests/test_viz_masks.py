@@ -148,6 +148,8 @@ def test_from_a_padded_sentence_every_control_changes_the_view():
 def test_mask_explorer_rejects_a_bad_first_sentence():
     with pytest.raises(ValueError, match=r"sentence: expected an index in \[0, 1\], got 2"):
         MaskExplorer(SENTENCES, SCORES, sentence=2)
+    with pytest.raises(TypeError, match=r"sentence: expected an index in \[0, 1\], got bool True"):
+        MaskExplorer(SENTENCES, SCORES, sentence=True)
 
 
 def test_left_padding_under_the_causal_mask_empties_rows():

@@ -73,6 +73,12 @@ def test_moving_the_factor_changes_what_survives():
     (lambda: surviving_fraction(-0.1, 2), ValueError, "factor: expected a number >= 0, got -0.1"),
     (lambda: RecurrenceExplorer(n=1), ValueError, r"n: expected an int in \[2, 60\], got 1"),
     (lambda: RecurrenceExplorer(factor=1.5), ValueError, r"factor: expected a number in \[0.5, 1.0\], got 1.5"),
+    # a wrong type is a TypeError, a wrong value a ValueError
+    (lambda: surviving_fraction("0.9", 2), TypeError, "factor: expected a number >= 0, got str '0.9'"),
+    (lambda: surviving_fraction(0.9, 2.0), TypeError, "hops: expected an int >= 0, got float 2.0"),
+    (lambda: surviving_fraction(float("nan"), 2), ValueError, "factor: expected a number >= 0, got nan"),
+    (lambda: RecurrenceExplorer(n=21.0), TypeError, r"n: expected an int in \[2, 60\], got float 21.0"),
+    (lambda: RecurrenceExplorer(factor="0.9"), TypeError, r"factor: expected a number in \[0.5, 1.0\], got str"),
 ])
 def test_bad_arguments_name_the_argument(call, error, match):
     with pytest.raises(error, match=match):

@@ -6,6 +6,9 @@ reader who passes the wrong thing learns what to change.
 
 from __future__ import annotations
 
+import operator
+from enum import Enum
+
 import torch
 
 
@@ -235,3 +238,31 @@ def _require_qkv(q, k, v) -> None:
             f"v: expected one value per key, seq={k.shape[-2]} in dimension {v.dim() - 2}, "
             f"got {v.shape[-2]} (shape {shape_str(v)})"
         )
+
+
+def require_enum(name: str, value, enum: type[Enum]) -> Enum:
+    """A member of ``enum`` itself, not its value: ``ActsOn.SCORES``, not ``"scores"``."""
+    if not isinstance(value, enum):
+        members = ", ".join(f"{enum.__name__}.{m.name}" for m in enum)
+        raise TypeError(f"{name}: expected a member of {enum.__name__} ({members}), "
+                        f"got {type(value).__name__} {value!r}")
+    return value
+
+
+def require_optional_bool(name: str, value, none_means: str) -> bool | None:
+    """None, ``True`` or ``False``; ``none_means`` says what None stands for, e.g. ``"only with pre-norm"``."""
+    if value is not None and not isinstance(value, bool):
+        raise TypeError(f"{name}: expected None ({none_means}), True or False, got {type(value).__name__} {value!r}")
+    return value
+
+
+def require_index(name: str, value, low: int | None = None, high: int | None = None, *,
+                  expected: str | None = None) -> int:
+    """:func:`require_int` that also takes what Python indexes with as an int (a NumPy integer, a one-element
+    integer tensor, e.g. an item of a tensor of ids), returned as an ``int``; a bool of any kind stays refused."""
+    if not isinstance(value, int) and not (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
+        try:
+            value = operator.index(value)
+        except TypeError:
+            pass  # not an integer: require_int names it
+    return require_int(name, value, low, high, expected=expected)

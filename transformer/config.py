@@ -26,6 +26,7 @@ from ._validate import (
     require_int,
     require_kv_heads,
     require_number,
+    require_optional_bool,
     require_positive_int,
     require_probability,
 )
@@ -97,8 +98,10 @@ class TransformerConfig:
         require_choice("activation", self.activation, ACTIVATIONS)
         require_probability("dropout", self.dropout, open_high=True)
         self._check_modern()
-        for name in ("scale_embeddings", "embedding_norm", "head_transform", "head_bias", "linear_bias"):
+        for name in ("norm_first", "tie_weights", "share_embeddings", "fast", "scale_embeddings", "embedding_norm",
+                     "head_transform", "head_bias", "linear_bias"):
             require_bool(name, getattr(self, name))
+        require_optional_bool("final_norm", self.final_norm, "a final norm only with pre-norm")
         require_int("type_vocab_size", self.type_vocab_size, low=0, expected="an int >= 0 (0 = no token types)")
         self._check_pad_id()
         if self.share_embeddings and self.src_vocab_size not in (None, self.vocab_size):

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ._validate import require_positive_int
+from ._validate import require_number, require_positive_int
 from .tokenization import SPECIAL_TOKENS, WordTokenizer
 
 EXAMPLE_SENTENCE = ("I ate an apple", "Ich habe einen Apfel gegessen")
@@ -170,8 +170,7 @@ def split_pairs(pairs: Sequence[tuple[str, str]], held_out: float = 0.1, seed: i
 
     The running example is held out by default, so the translator never sees it in training.
     """
-    if not 0.0 < held_out < 1.0:
-        raise ValueError(f"held_out: expected a fraction in (0, 1), got {held_out}")
+    require_number("held_out", held_out, 0, 1, open_low=True, open_high=True, expected="a fraction in (0, 1)")
     english = {en for en, _ in pairs}
     for sentence in keep_out:
         if sentence not in english:

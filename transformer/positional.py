@@ -25,9 +25,11 @@ from torch import nn
 
 from ._validate import (
     require_choice,
+    require_enum,
     require_int,
     require_last_dim,
     require_min_rank,
+    require_number,
     require_positive_int,
     require_rank,
     require_tensor,
@@ -35,15 +37,12 @@ from ._validate import (
 )
 
 
-class ActsOn(str, Enum):
-    """Where a positional scheme acts (each module's ``acts_on``)."""
+class ActsOn(Enum):
+    """Where a positional scheme acts (each module's ``acts_on``); the values describe it, a string is no ActsOn."""
 
     EMBEDDINGS = "embeddings"  # added to the token embeddings before the first block
     QUERIES_AND_KEYS = "queries and keys"  # rotates the queries and keys of every self-attention
     SCORES = "scores"  # a bias added to every self-attention score
-
-
-ACTS_ON = tuple(a.value for a in ActsOn)  # the same, as the strings that name them
 
 
 def _frequencies(d_model: int, base: float) -> torch.Tensor:
@@ -248,10 +247,10 @@ def positional_module(cfg, acts_on: ActsOn) -> nn.Module | None:
     """The module of the scheme ``cfg.positional`` if it acts on ``acts_on`` (an :class:`ActsOn`), else None.
 
     ``positional_module(cfg, ActsOn.EMBEDDINGS)`` is what a model adds to its token embeddings;
-    ``ActsOn.QUERIES_AND_KEYS`` and ``ActsOn.SCORES`` are what each self-attention layer gets.
+    ``ActsOn.QUERIES_AND_KEYS`` and ``ActsOn.SCORES`` are what each self-attention layer gets. ``cfg`` is a
+    :class:`~transformer.config.TransformerConfig`, checked when it was made (:func:`check_positional`), not here.
     """
-    require_choice("acts_on", acts_on, ACTS_ON)
-    check_positional(cfg)
+    require_enum("acts_on", acts_on, ActsOn)
     scheme = POSITIONAL_SCHEMES[cfg.positional]
     if scheme is None or scheme.acts_on != acts_on:
         return None
@@ -268,9 +267,9 @@ def _require_shift(c, d_model) -> None:
 
 
 def _require_angle(angle) -> None:
-    if isinstance(angle, bool) or not isinstance(angle, (int, float, torch.Tensor)) or (
-            isinstance(angle, torch.Tensor) and angle.numel() != 1):
-        raise TypeError(f"angle: expected a number (radians), got {angle!r}")
+    """A number or a one-element tensor, in radians."""
+    if not (isinstance(angle, torch.Tensor) and angle.numel() == 1):
+        require_number("angle", angle, expected="a number (radians) or a one-element tensor")
 
 
 def _require_rope(x, positions, pairs: str) -> None:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
-from ._validate import require_choice, require_int, require_positive_int
+from ._validate import require_choice, require_index, require_int, require_positive_int, require_token_ids
 
 PAD, SOS, EOS, UNK = "<pad>", "<sos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, SOS, EOS, UNK)
@@ -64,10 +64,9 @@ class Vocabulary:
         )
 
     def token_of(self, i: int) -> str:
-        if isinstance(i, torch.Tensor):
-            i = int(i)
-        if not 0 <= i < len(self):
-            raise ValueError(f"id: expected an int in [0, {len(self) - 1}], got {i}")
+        """The token of id ``i``: an int, a NumPy integer or a one-element integer tensor (an item of a tensor of
+        ids), never a bool."""
+        i = require_index("id", i, 0, len(self) - 1)
         return self.itos[i]
 
     @property
@@ -279,19 +278,17 @@ def _require_training(texts, n_merges, tie_break) -> None:
 
 def _require_one_hot(ids: torch.Tensor, vocab_size: int) -> None:
     require_positive_int("vocab_size", vocab_size)
-    if ids.is_floating_point():
-        raise TypeError(f"ids: expected integer token ids, got dtype {ids.dtype}")
-    if ids.numel() and (ids.min() < 0 or ids.max() >= vocab_size):
-        raise ValueError(f"ids: expected ids in [0, {vocab_size - 1}] for vocab_size={vocab_size}, "
-                         f"got values in [{int(ids.min())}, {int(ids.max())}]")
+    require_token_ids("ids", ids, vocab_size)
 
 
 def _check_words(words) -> None:
+    """``words`` maps tuples of symbols to counts: ``{('l', 'o', 'w'): 5}``."""
     if not isinstance(words, dict):
         raise TypeError(f"words: expected a dict from symbol tuples to counts, got {type(words).__name__}")
-    for symbols in words:
+    for symbols, count in words.items():
         if not isinstance(symbols, tuple):
             raise TypeError(f"words: expected keys that are tuples of symbols like ('l', 'o', 'w'), got {symbols!r}")
+        require_int("words", count, low=0, expected=f"an int >= 0 as the count of {symbols!r}")
 
 
 def _check_pair(pair) -> None:

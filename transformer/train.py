@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 import torch.nn.functional as F
 
-from ._validate import require_positive_int, require_rank
+from ._validate import require_number, require_positive_int, require_rank
 from .data import pad_batch
 from .decoding import _max_len_renamed, beam_decode, greedy_decode
 from .progress import TrainingProgress
@@ -172,5 +172,4 @@ def exact_match(model, corpus, pairs: Sequence[tuple[str, str]], batch_size: int
 # ----------------------------------------------------------------------------- argument checks
 
 def _check_smoothing(label_smoothing: float) -> None:
-    if not 0.0 <= label_smoothing < 1.0:
-        raise ValueError(f"label_smoothing: expected a number in [0, 1), got {label_smoothing}")
+    require_number("label_smoothing", label_smoothing, 0, 1, open_high=True)

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import torch
 
+from .._validate import require_choice
 from ..config import TransformerConfig
 from ..data import maskable, pad_batch
 from ..model import DecoderOnly, EncoderOnly
@@ -72,8 +73,7 @@ def tiny_lm(kind: str = "encoder") -> tuple[EncoderOnly | DecoderOnly, WordToken
     :class:`DecoderOnly`, whose causal mask hides every later position.
     Each call builds a new model; change it freely.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind: expected one of {list(KINDS)}, got {kind!r}")
+    require_choice("kind", kind, KINDS)
     meta = info()
     cfg = TransformerConfig(**meta["config"])
     state = torch.load(WEIGHTS, weights_only=True)  # the trained EncoderOnly's state_dict

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import random
 
+from .._validate import require_int, require_probability
+
 CLASSES: dict[str, tuple[str, ...]] = {
     "animal": ("animal", "dog", "cat", "horse", "cow", "fox", "owl", "chicken"),
     "place": ("street", "road", "river", "bridge", "field", "park", "alley", "avenue"),
@@ -118,10 +120,8 @@ def simple_sentence(rng: random.Random) -> str:
 
 def generate(n: int, seed: int = 0, pronoun_share: float = 0.5) -> list[str]:
     """``n`` sentences drawn with ``random.Random(seed)``; a share ``pronoun_share`` of them are pronoun sentences."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"n: expected an int >= 0, got {n!r}")
-    if not 0.0 <= pronoun_share <= 1.0:
-        raise ValueError(f"pronoun_share: expected a number in [0, 1], got {pronoun_share!r}")
+    require_int("n", n, low=0)
+    require_probability("pronoun_share", pronoun_share)
     rng = random.Random(seed)
     return [pronoun_sentence(rng) if rng.random() < pronoun_share else simple_sentence(rng) for _ in range(n)]
 

@@ -6,6 +6,7 @@ import html
 
 import torch
 
+from .._validate import require_int
 from ..tokenization import UNK, BPETokenizer
 from .explorer import Explorer
 
@@ -45,8 +46,7 @@ class BPEExplorer(Explorer):
         self.full = tokenizer
         n = len(tokenizer.merges)
         start = n if merges is None else merges
-        if isinstance(start, bool) or not isinstance(start, int) or not 0 <= start <= n:
-            raise ValueError(f"merges: expected an int in [0, {n}], got {merges!r}")
+        require_int("merges", start, 0, n)
         self.merges = w.IntSlider(value=start, min=0, max=n, description="merges")
         self.text = w.Text(value=text, description="text", continuous_update=False)
         self._layout([self.merges, self.text])

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 import torch
 
+from .._validate import require_int
 from ..masks import causal_mask, masked_softmax
 from .attention import label_grid, weight_bars
 from .explorer import Explorer
@@ -97,8 +98,8 @@ class MaskExplorer(Explorer):
         want = (len(self.sentences), self.seq_len, self.seq_len)
         if tuple(self.scores.shape) != want:
             raise ValueError(f"scores: expected shape (batch, L, L) = {want}, got {tuple(self.scores.shape)}")
-        if isinstance(sentence, bool) or not isinstance(sentence, int) or not 0 <= sentence < len(self.sentences):
-            raise ValueError(f"sentence: expected an index in [0, {len(self.sentences) - 1}], got {sentence!r}")
+        last = len(self.sentences) - 1
+        require_int("sentence", sentence, 0, last, expected=f"an index in [0, {last}]")
         self.causal = w.Checkbox(value=causal, description="causal mask")
         self.mask_padding = w.Checkbox(value=True, description="padding mask")
         self.side = w.ToggleButtons(options=["right", "left"], value="right", description="pad on the")

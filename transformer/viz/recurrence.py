@@ -20,7 +20,7 @@ import html
 
 import torch
 
-from .._validate import require_choice, require_positive_int
+from .._validate import require_choice, require_int, require_number, require_positive_int
 from .explorer import Explorer
 
 MODELS = ("rnn", "attention")
@@ -44,10 +44,8 @@ def path_length(n: int, model: str) -> int:
 
 def surviving_fraction(factor: float, hops: int) -> float:
     """``factor ** hops``: what is left of a signal multiplied by ``factor`` at every hop."""
-    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor < 0:
-        raise ValueError(f"factor: expected a number >= 0, got {factor!r}")
-    if isinstance(hops, bool) or not isinstance(hops, int) or hops < 0:
-        raise ValueError(f"hops: expected an int >= 0, got {hops!r}")
+    require_number("factor", factor, low=0)
+    require_int("hops", hops, low=0)
     return float(factor) ** hops
 
 
@@ -72,10 +70,8 @@ class RecurrenceExplorer(Explorer):
         import ipywidgets as w
 
         require_positive_int("max_n", max_n)
-        if isinstance(n, bool) or not isinstance(n, int) or not 2 <= n <= max_n:
-            raise ValueError(f"n: expected an int in [2, {max_n}], got {n!r}")
-        if not 0.5 <= factor <= 1.0:
-            raise ValueError(f"factor: expected a number in [0.5, 1.0], got {factor!r}")
+        require_int("n", n, 2, max_n)
+        require_number("factor", factor, 0.5, 1.0)
         self.n = w.IntSlider(value=n, min=2, max=max_n, description="words n")
         self.factor = w.FloatSlider(value=factor, min=0.5, max=1.0, step=0.01, description="factor",
                                     readout_format=".2f")

@@ -6,6 +6,8 @@ reader who passes the wrong thing learns what to change.
 
 from __future__ import annotations
 
+import operator
+
 import torch
 
 
@@ -235,3 +237,17 @@ def _require_qkv(q, k, v) -> None:
             f"v: expected one value per key, seq={k.shape[-2]} in dimension {v.dim() - 2}, "
             f"got {v.shape[-2]} (shape {shape_str(v)})"
         )
+
+
+def require_int_like(name: str, value, low: int | None = None, high: int | None = None, *,
+                     expected: str | None = None) -> int:
+    """:func:`require_int` for an int or a scalar that stands for one exactly: a NumPy integer or a 0-d
+    integer tensor (not a bool of either kind, not a tensor of several dimensions). Returns the int."""
+    if isinstance(value, torch.Tensor) and (value.dim() != 0 or value.dtype == torch.bool):
+        pass  # only a 0-d integer tensor stands for an int: require_int names what was given
+    elif not isinstance(value, bool):
+        try:
+            value = operator.index(value)  # a NumPy int or a 0-d integer tensor -> int; a NumPy bool refuses
+        except (TypeError, ValueError, RuntimeError):
+            pass  # not an int: require_int names what was given
+    return require_int(name, value, low, high, expected=expected)

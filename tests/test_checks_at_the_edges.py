@@ -11,6 +11,7 @@ checked ``ids`` twice and ``scaled_dot_product_attention`` its mask twice.
 
 import sys
 from collections import Counter
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ import torch
 
 import transformer as T
 from transformer import _validate
+from transformer.decoding import beam_search
 
 VALIDATE = str(Path(_validate.__file__).resolve())
 
@@ -47,7 +49,22 @@ def r(*shape):
 
 
 IDS = torch.tensor([[5, 6, 7, 0], [5, 6, 0, 0]])
+TYPES = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 1]])
 CAUSAL_4 = T.causal_mask(4)
+
+
+def seeded():
+    return torch.Generator().manual_seed(0)
+
+
+def logits_of(ids):
+    """A ``logits_fn`` that checks nothing: ids ``(batch, T)`` -> logits ``(batch, T, 10)``."""
+    return r(ids.shape[0], ids.shape[1], 10)
+
+
+def cfg(**kw):
+    base = dict(vocab_size=20, d_model=16, n_heads=4, d_ff=32, n_layers=2, dropout=0.0, max_len=16)
+    return T.TransformerConfig(**{**base, **kw})
 
 
 def gqa_with_cache():
@@ -72,6 +89,9 @@ ENTRY_POINTS = {
     "split_heads": lambda: T.split_heads(r(2, 4, 16), 4),
     "sample_next": lambda: T.sample_next(r(2, 10), 0.8, torch.Generator().manual_seed(0), top_k=5, top_p=0.9),
     "sampling_distribution": lambda: T.sampling_distribution(r(2, 10), 0.8, 5, 0.9),
+    "generate, sampled": lambda: T.generate(logits_of, IDS, 3, temperature=0.8, generator=seeded(), top_k=5, top_p=0.9),
+    "generate, greedy": lambda: T.generate(logits_of, IDS, 3, eos_id=1, top_k=5),
+    "beam_search": lambda: beam_search(logits_of, [1, 2], 2, 3, eos_id=9),
     "BPETokenizer.train": lambda: T.BPETokenizer.train(["a b c a b", "a b d"], 3),
     "mask_tokens": lambda: T.mask_tokens(IDS + 5, 3, 20, generator=torch.Generator().manual_seed(0)),
     "TransformerConfig": lambda: T.TransformerConfig(vocab_size=20, d_model=16, n_heads=4, d_ff=32, n_layers=1,
@@ -85,6 +105,38 @@ def test_an_entry_point_checks_each_argument_once(entry):
     assert checks, "the entry point made no check at all"
     twice = {check: n for check, n in checks.items() if n > 1}
     assert not twice, f"{entry} checked again: {twice}"
+
+
+# A model runs its layers, each an entry point that checks its own inputs (n layers, n checks of x); and a
+# decoding loop runs the model once per step. What the call was given is checked once: the token ids, and
+# the loop's own arguments. Each entry: (build the model, return its call), the arguments checked once, and
+# how many require_token_ids checks the call makes in all (None: the loop's model checks each step's ids).
+CHECKED_ONCE = {
+    "DecoderOnly": (lambda: partial(T.DecoderOnly(cfg()), IDS), {"ids"}, 1),
+    "DecoderOnly with a cache": (lambda: partial(T.DecoderOnly(cfg()), IDS, cache=T.KVCache(2)), {"ids"}, 1),
+    "EncoderOnly": (lambda: partial(T.EncoderOnly(cfg()), IDS), {"ids"}, 1),
+    "EncoderOnly with token types": (lambda: partial(T.EncoderOnly(cfg(type_vocab_size=2)), IDS, TYPES),
+                                     {"ids", "token_type_ids"}, 2),
+    "EncoderDecoder": (lambda: partial(T.EncoderDecoder(cfg()), IDS, IDS[:, :3]), {"src", "tgt"}, 2),
+    "generate_cached": (lambda: partial(T.generate_cached, T.DecoderOnly(cfg()), IDS[:, :2], 3, temperature=0.8,
+                                        generator=seeded(), top_k=5, top_p=0.9),
+                        {"prefix", "max_new_tokens", "temperature", "top_k", "top_p"}, None),
+    "sample_decode": (lambda: partial(T.sample_decode, T.EncoderDecoder(cfg()), IDS, 3, 1, 2, temperature=0.8,
+                                      generator=seeded()),
+                      {"src", "max_new_tokens", "temperature"}, None),
+}
+
+
+@pytest.mark.parametrize("entry", CHECKED_ONCE)
+def test_a_model_or_a_decoding_loop_checks_its_arguments_once(entry):
+    build, once, token_checks = CHECKED_ONCE[entry]
+    checks = checks_made(build())
+    for name in once:
+        made = {helper: n for (helper, arg), n in checks.items() if arg == name}
+        assert sum(made.values()) == 1, f"{entry} checked {name}: {made}"
+    if token_checks is not None:
+        ids_checks = {arg: n for (helper, arg), n in checks.items() if helper == "require_token_ids"}
+        assert sum(ids_checks.values()) == token_checks, f"{entry} checked token ids: {ids_checks}"
 
 
 def test_the_cache_step_checks_each_argument_once():

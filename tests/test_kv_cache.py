@@ -58,6 +58,17 @@ def test_with_an_end_of_sequence_token_both_stop_and_pad_alike():
     assert torch.equal(T.generate(m, PREFIX, 30, eos_id=eos), T.generate_cached(m, PREFIX, 30, eos_id=eos))
 
 
+def test_cached_generation_runs_the_model_in_eval_mode_then_restores_its_mode():
+    # Like greedy_decode and sample_decode: dropout off while decoding, the caller's mode afterwards
+    m = model("learned", seed=3, dropout=0.5)  # built in eval mode: dropout is off
+    expected = T.generate(m, PREFIX, 20)
+    m.train()
+    assert torch.equal(T.generate_cached(m, PREFIX, 20), expected)
+    assert m.training
+    dropped = T.generate(m, PREFIX, 20)  # in training mode dropout changes the tokens: the test can tell
+    assert not torch.equal(dropped, expected)
+
+
 @pytest.mark.parametrize("positional", POSITIONAL)
 def test_cached_logits_equal_the_full_forward_position_by_position(positional):
     m = model(positional, seed=3, n_kv_heads=2)

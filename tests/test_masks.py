@@ -103,6 +103,13 @@ def test_padding_mask_accepts_integer_like_pad_ids():
         assert padding_mask(ids, pad).tolist() == [[[True, True, False]]]
 
 
+@pytest.mark.parametrize("pad", [torch.tensor(True), np.bool_(True), 3.0])
+def test_padding_mask_refuses_what_only_looks_like_an_int(pad):
+    # A bool is not a token id, nor is a float: the check of config.py's pad_id, with what indexes as an int
+    with pytest.raises(TypeError, match="pad_id: expected an int"):
+        padding_mask(torch.tensor([[5, 0, 3]]), pad)
+
+
 def test_padded_sentence_equals_the_sentence_alone():
     # With the padding mask, a sentence's outputs do not depend on the padding its batch needed.
     torch.manual_seed(1)

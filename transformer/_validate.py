@@ -260,9 +260,9 @@ def require_index(name: str, value, low: int | None = None, high: int | None = N
                   expected: str | None = None) -> int:
     """:func:`require_int` that also takes what Python indexes with as an int (a NumPy integer, a one-element
     integer tensor, e.g. an item of a tensor of ids), returned as an ``int``; a bool of any kind stays refused."""
-    if not isinstance(value, int) and not (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
+    if not isinstance(value, (bool, int)) and not (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
         try:
-            value = operator.index(value)
-        except TypeError:
-            pass  # not an integer: require_int names it
+            value = operator.index(value)  # a NumPy int or a one-element integer tensor -> int; a NumPy bool refuses
+        except (TypeError, ValueError, RuntimeError):
+            pass  # not an integer: require_int names what was given
     return require_int(name, value, low, high, expected=expected)

@@ -7,9 +7,9 @@ from collections.abc import Callable
 
 import torch
 
-from ._validate import require_int, require_number, require_rank, require_tensor
+from ._validate import require_float, require_int, require_number, require_rank, require_tensor
 from .modes import eval_mode
-from .sampling import sample_next
+from .sampling import _require_settings, _sample_next, sample_next
 
 
 def softmax_with_temperature(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -32,16 +32,19 @@ def generate(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: torch.Te
              eos_id: int | None = None, temperature: float = 0.0, generator: torch.Generator | None = None,
              top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
     """Append one token at a time: ``logits_fn(ids (batch, T)) -> (batch, T, vocab)``; each token chosen
-    by :func:`next_token` (greedy, or sampled with ``temperature``, ``top_k``, ``top_p``).
+    as :func:`next_token` chooses it (greedy, or sampled with ``temperature``, ``top_k``, ``top_p``).
 
     Stops after ``max_new_tokens`` or when every row has produced ``eos_id``;
     a row that has finished is padded with ``eos_id`` from then on.
     """
-    _require_generation(prefix, max_new_tokens)
+    _require_generation(prefix, max_new_tokens, temperature, top_k, top_p)
     ids = prefix
     done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
-    for _ in range(max_new_tokens):
-        tok = next_token(logits_fn(ids)[:, -1], temperature, generator, top_k, top_p)  # (batch,)
+    for step in range(max_new_tokens):
+        logits = logits_fn(ids)  # (batch, T, vocab)
+        if step == 0:
+            _require_step_logits(logits)  # logits_fn is the caller's: what it returns is checked once
+        tok = _sample_next(logits[:, -1], temperature, generator, top_k, top_p)  # (batch,): next_token's choice
         if eos_id is not None:
             tok = tok.masked_fill(done, eos_id)
             done |= tok == eos_id
@@ -136,9 +139,17 @@ def beam_decode(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, s
 # ----------------------------------------------------------------------------- argument checks
 
 
-def _require_generation(prefix, max_new_tokens: int) -> None:
+def _require_generation(prefix, max_new_tokens: int, temperature, top_k, top_p) -> None:
+    """The arguments of :func:`generate`, the sampling settings included, once for all its steps."""
     require_rank("prefix", prefix, (2,), "(batch, seq)")
     require_int("max_new_tokens", max_new_tokens, low=0, expected="a whole number >= 0")
+    _require_settings(temperature, top_k, top_p, greedy=True)
+
+
+def _require_step_logits(logits) -> None:
+    """What ``logits_fn`` returned on the first step: floating-point logits ``(batch, T, vocab)``."""
+    require_float("logits_fn(ids)", logits)
+    require_rank("logits_fn(ids)", logits, (3,), "(batch, seq, vocab)")
 
 
 def _require_search(prefix: list[int], beam_size: int, max_new_tokens: int) -> None:

@@ -17,6 +17,7 @@ import torch
 from ._validate import require_positive_int
 from .decoding import generate
 from .masks import _causal_mask, _padding_mask
+from .modes import eval_mode
 
 
 class LayerCache:
@@ -94,19 +95,20 @@ def cache_bytes_per_token(cfg, dtype: torch.dtype = torch.float32) -> int:
     return 2 * cfg.n_layers * cfg.kv_heads * cfg.d_head * itemsize
 
 
-@torch.no_grad()
 def generate_cached(model, prefix: torch.Tensor, max_new_tokens: int, eos_id: int | None = None,
                     temperature: float = 0.0, generator: torch.Generator | None = None,
                     top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
     """:func:`~transformer.decoding.generate` for a :class:`~transformer.model.DecoderOnly`, with a :class:`KVCache`.
 
-    The prefix ``(batch, T)`` is read once; then each step feeds only the token just chosen. The tokens
-    (greedy, or sampled with the same ``generator``) are those of ``generate(model, prefix, ...)``.
+    The prefix ``(batch, T)`` is read once; then each step feeds only the token just chosen. The model runs in
+    eval mode (:func:`~transformer.modes.eval_mode`), as in :func:`~transformer.decoding.sample_decode`; the
+    tokens (greedy, or sampled with the same ``generator``) are those of ``generate(model, prefix, ...)`` in eval mode.
     """
     stack = getattr(getattr(model, "causal_stack", None), "layers", None)
     if stack is None:
         raise TypeError(f"model: expected a DecoderOnly (a causal stack to cache), got {type(model).__name__}")
     cache = KVCache(len(stack))
-    # each step feeds only the positions the cache has not seen: the prefix first, then the token just chosen
-    return generate(lambda ids: model(ids[:, len(cache):], cache=cache), prefix, max_new_tokens, eos_id,
-                    temperature, generator, top_k, top_p)
+    with eval_mode(model):
+        # each step feeds only the positions the cache has not seen: the prefix first, then the token just chosen
+        return generate(lambda ids: model(ids[:, len(cache):], cache=cache), prefix, max_new_tokens, eos_id,
+                        temperature, generator, top_k, top_p)

@@ -12,17 +12,15 @@ uses ours.
 
 from __future__ import annotations
 
-import operator
-
 import torch
 
 from ._validate import (
     require_float,
+    require_index,
     require_int,
     require_mask,
     require_min_rank,
     require_positive_int,
-    require_tensor,
     require_token_ids,
 )
 
@@ -69,6 +67,11 @@ def causal_padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     (with ``pad_id=None``, the causal mask for every sequence).
     """
     _check_ids_and_pad(ids, pad_id)
+    return _causal_padding_mask(ids, pad_id)
+
+
+def _causal_padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
+    """:func:`causal_padding_mask` on arguments already checked (the models call it)."""
     # (seq, seq) & (batch, 1, seq) -> (batch, seq, seq)
     return _causal_mask(ids.shape[1], ids.device) & _padding_mask(ids, pad_id)
 
@@ -114,22 +117,14 @@ def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Te
 
 def _check_ids_and_pad(ids, pad_id) -> None:
     require_token_ids("ids", ids, ranks=(2,))
-    if pad_id is None:
-        return  # no padding: every token is real
-    try:
-        if isinstance(pad_id, bool):
-            raise TypeError
-        operator.index(pad_id)  # an int, or anything that converts to one exactly (a NumPy int, a 0-d int tensor)
-    except (TypeError, RuntimeError, ValueError):
-        raise TypeError(f"pad_id: expected an int (the id of <pad>) or None, "
-                        f"got {type(pad_id).__name__} {pad_id!r}") from None
+    if pad_id is not None:  # None: no padding, every token is real
+        # an int, or a scalar that stands for one (a NumPy int, a 0-d int tensor)
+        require_index("pad_id", pad_id, expected="an int (the id of <pad>) or None")
 
 
 def _check_bool_mask(mask) -> None:
-    require_tensor("mask", mask)
-    if mask.dtype != torch.bool:
-        raise TypeError(f"mask: expected dtype torch.bool (True = may attend), got {mask.dtype}")
     require_min_rank("mask", mask, 2, "(..., T_q, T_k)")
+    require_mask("mask", mask, tuple(mask.shape), "(..., T_q, T_k)")  # bool; a mask broadcasts to its own shape
 
 
 def _check_scores_and_mask(scores, mask) -> None:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._validate import require_tensor, require_token_ids, shape_str
+from ._validate import require_token_ids, shape_str
 from .blocks import Decoder, Encoder, SelfAttentionStack
 from .config import TransformerConfig
 from .embedding import TokenEmbedding
 from .heads import head_for
-from .masks import causal_padding_mask, padding_mask
+from .masks import _causal_padding_mask, _padding_mask
 from .norm import make_norm
 from .positional import ActsOn, positional_module
 
@@ -39,14 +39,15 @@ class _Embed(nn.Module):
         self.max_len, self.type_vocab_size = cfg.max_len, cfg.type_vocab_size
 
     def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, offset: int = 0) -> torch.Tensor:
-        """``offset``: the position of the first of ``ids`` (the length of a key/value cache)."""
+        """``ids (batch, seq)``, already checked by the model; ``offset``: the position of the first of ``ids``
+        (the length of a key/value cache)."""
         if offset + ids.shape[1] > self.max_len:
             raise ValueError(f"ids: expected at most max_len={self.max_len} positions, got {offset + ids.shape[1]}")
         if token_type_ids is not None:
             _check_types(token_type_ids, ids, self.type_vocab_size)
-        x = self.tokens(ids)  # (batch, seq) -> (batch, seq, d_model)
+        x = self.tokens._lookup(ids)  # (batch, seq) -> (batch, seq, d_model)
         if self.types is not None:  # no types given: every token is of type 0
-            x = x + self.types(torch.zeros_like(ids) if token_type_ids is None else token_type_ids)
+            x = x + self.types._lookup(torch.zeros_like(ids) if token_type_ids is None else token_type_ids)
         if self.positions is not None:
             x = self.positions(x, offset)
         return self.drop(x if self.norm is None else self.norm(x))  # (batch, seq, d_model)
@@ -72,14 +73,14 @@ class EncoderDecoder(nn.Module):
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``src (batch, T_e)`` -> memory ``(batch, T_e, d_model)`` and its padding mask ``(batch, 1, T_e)``."""
-        require_token_ids("src", src, ranks=(2,))
-        src_mask = padding_mask(src, self.cfg.pad_id)
+        require_token_ids("src", src, self.src_embed.tokens.vocab_size, ranks=(2,))
+        src_mask = _padding_mask(src, self.cfg.pad_id)
         return self.encoder(self.src_embed(src), src_mask), src_mask
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """``tgt (batch, T_d)`` and memory -> logits ``(batch, T_d, vocab_size)``."""
-        require_token_ids("tgt", tgt, ranks=(2,))
-        self_mask = causal_padding_mask(tgt, self.cfg.pad_id)  # (batch, T_d, T_d)
+        require_token_ids("tgt", tgt, self.cfg.vocab_size, ranks=(2,))
+        self_mask = _causal_padding_mask(tgt, self.cfg.pad_id)  # (batch, T_d, T_d)
         return self.head(self.decoder(self.tgt_embed(tgt), memory, self_mask, src_mask))
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
@@ -109,9 +110,9 @@ class DecoderOnly(nn.Module):
         With a :class:`~transformer.kv_cache.KVCache` (chapter 12), ``ids`` are the positions that follow
         those already in the cache; their keys and values are added to it.
         """
-        require_token_ids("ids", ids, ranks=(2,))
+        require_token_ids("ids", ids, self.cfg.vocab_size, ranks=(2,))
         if cache is None:
-            return self.causal_stack(self.embed(ids), causal_padding_mask(ids, self.cfg.pad_id))  # mask (batch, T, T)
+            return self.causal_stack(self.embed(ids), _causal_padding_mask(ids, self.cfg.pad_id))  # mask (batch, T, T)
         _check_cache(cache, ids, len(self.causal_stack.layers))
         offset = len(cache)
         mask = cache.self_mask(ids, self.cfg.pad_id)  # (batch, T, offset + T)
@@ -133,8 +134,8 @@ class EncoderOnly(nn.Module):
 
     def encode(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """``ids (batch, T)`` and their types (segments, with ``cfg.type_vocab_size``) -> ``(batch, T, d_model)``."""
-        require_token_ids("ids", ids, ranks=(2,))
-        return self.encoder(self.embed(ids, token_type_ids), padding_mask(ids, self.cfg.pad_id))
+        require_token_ids("ids", ids, self.cfg.vocab_size, ranks=(2,))
+        return self.encoder(self.embed(ids, token_type_ids), _padding_mask(ids, self.cfg.pad_id))
 
     def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         return self.head(self.encode(ids, token_type_ids))  # (batch, T, vocab_size)
@@ -152,10 +153,9 @@ def _check_types(token_type_ids, ids: torch.Tensor, type_vocab_size: int) -> Non
     if type_vocab_size == 0:
         raise ValueError("token_type_ids: expected None, since the config has type_vocab_size=0 (no token types), "
                          f"got a {type(token_type_ids).__name__}")
-    require_tensor("token_type_ids", token_type_ids)
+    require_token_ids("token_type_ids", token_type_ids, type_vocab_size, what="types")
     if token_type_ids.shape != ids.shape:
         raise ValueError(f"token_type_ids: expected the shape of ids {shape_str(ids)}, got {shape_str(token_type_ids)}")
-    require_token_ids("token_type_ids", token_type_ids, type_vocab_size, what="types")
 
 
 def _check_cache(cache, ids: torch.Tensor, n_layers: int) -> None:

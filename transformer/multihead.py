@@ -27,6 +27,7 @@ from .positional import RelativePositionBias, RotaryEmbedding
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     """``(batch, seq, d_model) -> (batch, heads, seq, d_h)`` with ``d_h = d_model / heads``."""
+    require_positive_int("n_heads", n_heads)
     require_rank("x", x, (3,), "(batch, seq, d_model)")
     require_divisible(x.shape[-1], n_heads)
     return _split_heads(x, n_heads)

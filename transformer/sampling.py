@@ -103,6 +103,12 @@ def sample_next(logits: torch.Tensor, temperature: float = 1.0, generator: torch
     :func:`~transformer.decoding.next_token` is this function, greedy unless told otherwise.
     """
     _require_sampling(logits, temperature, top_k, top_p, batch_of_rows=True)
+    return _sample_next(logits, temperature, generator, top_k, top_p)
+
+
+def _sample_next(logits: torch.Tensor, temperature: float, generator: torch.Generator | None, top_k: int | None,
+                 top_p: float | None) -> torch.Tensor:
+    """:func:`sample_next` on arguments already checked (the loop of :func:`~transformer.decoding.generate`)."""
     if temperature == 0:
         return logits.argmax(dim=-1)
     probs = _distribution(logits, temperature, top_k, top_p)  # (batch, vocab)
@@ -118,12 +124,18 @@ def _require_sampling(logits, temperature, top_k, top_p, batch_of_rows: bool = F
     if batch_of_rows:
         require_rank("logits", logits, (2,), "(batch, vocab)")
     _require_logits(logits)
-    if not (batch_of_rows and temperature == 0):
+    _require_settings(temperature, top_k, top_p, greedy=batch_of_rows)
+
+
+def _require_settings(temperature, top_k, top_p, greedy: bool) -> None:
+    """A temperature > 0 (or 0 if ``greedy`` decoding is allowed), and the filters ``top_k``, ``top_p`` if given:
+    the settings of :func:`sample_next`, which :func:`~transformer.decoding.generate` checks once for every step."""
+    if not (greedy and temperature == 0):
         require_number("temperature", temperature, low=0, open_low=True)
     if top_k is not None:
-        _require_k(top_k)
+        _require_k(top_k, "top_k")
     if top_p is not None:
-        _require_p(top_p)
+        _require_p(top_p, "top_p")
 
 
 def _require_logits(logits) -> None:
@@ -133,9 +145,10 @@ def _require_logits(logits) -> None:
                          f"got shape {tuple(logits.shape)}")
 
 
-def _require_k(k) -> None:
-    require_int("k", k, low=1, expected="a whole number >= 1")
+def _require_k(k, name: str = "k") -> None:
+    """``name``: the argument as the caller named it (``k`` of :func:`top_k_filter`, ``top_k`` of the others)."""
+    require_int(name, k, low=1, expected="a whole number >= 1")
 
 
-def _require_p(p) -> None:
-    require_number("p", p, 0, 1, open_low=True)
+def _require_p(p, name: str = "p") -> None:
+    require_number(name, p, 0, 1, open_low=True)

@@ -28,6 +28,7 @@ import torch
 import torch.nn.functional as F
 
 import transformer as T
+from tools.env import one_thread
 
 FORMS = {"teaching": T.scaled_dot_product_attention, "flash": T.flash_attention,
          "torch": F.scaled_dot_product_attention}
@@ -117,16 +118,12 @@ def bench_kv_cache(n_new: int, interleaved) -> dict:
     (each step is small: two threads would mostly wait for each other). The first pair also checks the tokens."""
     model = small_decoder()
     prefix = torch.randint(0, 1000, (1, 16), generator=torch.Generator().manual_seed(1))
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with one_thread():
         cached = T.generate_cached(model, prefix, n_new)
         assert torch.equal(cached, T.generate(model, prefix, n_new)), "the cache must not change the tokens"
         ours, ref = interleaved(lambda: T.generate_cached(model, prefix, n_new),
                                 lambda: T.generate(model, prefix, n_new), 3 if n_new <= 128 else 1, warmup=0,
                                 min_seconds=0.0)
-    finally:
-        torch.set_num_threads(before)
     return {"name": f"kv-cache-{n_new}", "ours_s": ours, "reference": f"generate without the cache, {n_new} new "
             "tokens, same tokens; small decoder (2 layers, d_model 256, 2 kv heads), 1 thread", "reference_s": ref,
             "ratio": ours / ref, "speedup": ref / ours}

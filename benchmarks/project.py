@@ -6,7 +6,6 @@ Each returns one row of the results table (see :mod:`benchmarks.bench`).
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import tempfile
@@ -17,6 +16,7 @@ import torch
 
 import transformer as T
 from tools import nbmeta
+from tools.env import venv_env
 from tools.paths import NOTEBOOKS, ROOT
 
 
@@ -48,7 +48,7 @@ def bench_grading(n: int = 20) -> dict:
         subs.mkdir()
         for i in range(n):
             nbformat.write(nbmeta.submission("04_queries_keys_values", solved=i % 2 == 0), subs / f"s{i:02d}.ipynb")
-        env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+        env = venv_env()
         seconds = {}
         for unsafe in ("1", "0"):  # the same batch without and with the sandbox, one after the other
             cmd = [sys.executable, "-m", "grader", "04_queries_keys_values", str(subs), "--out",

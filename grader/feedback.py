@@ -21,8 +21,8 @@ import nbformat
 
 from grader.verdicts import Verdict
 from tools import nbmeta
+from tools.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 MATHJAX = ROOT / "node_modules" / "mathjax" / "es5"
 MAX_PAGE_BYTES = 16 * 2**20  # one feedback page; a larger one is made again without the cells' outputs
 IGNORE = "mathjax_ignore tex2jax_ignore"  # MathJax 3's class, and MathJax 2's

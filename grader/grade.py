@@ -20,8 +20,9 @@ from pathlib import Path
 from grader import collect, feedback, gradebook, hidden, report, sandbox, workers
 from grader.forbidden import findings
 from grader.run import grade_in_sandbox
+from tools.env import venv_env
+from tools.paths import ROOT, assignments, kernel_read_roots, notebook_path
 
-ROOT = Path(__file__).resolve().parent.parent
 SECRET_ENV = "GRADER_SECRET"  # the course's secret, from which each assignment's seed is derived
 DEADLINE_GRACE = 120  # seconds past its budget after which a submission's worker is stopped (see workers.run_all)
 
@@ -34,11 +35,8 @@ def run_one(assignment: str, text: str, seed: int, box: Path, timeout: float, bu
 
     torch.set_num_threads(1)
     sandbox.give(box / "out")  # to this process's sandbox uid
-    package = Path(__import__("transformer").__file__).resolve().parent
-    read_roots = tuple(sorted({sys.prefix, sys.base_prefix, str(package), str(Path(sys.prefix).resolve()),
-                               str(sandbox.KERNEL_SIDE)}))
-    run = grade_in_sandbox(nbformat.reads(text, as_version=4), assignment, seed, box, timeout, budget, read_roots,
-                           max_points, watch)
+    run = grade_in_sandbox(nbformat.reads(text, as_version=4), assignment, seed, box, timeout, budget,
+                           kernel_read_roots(sandbox.KERNEL_SIDE), max_points, watch)
     return {"notebook": nbformat.writes(run.notebook), "problems": run.problems, "sandbox": run.sandbox,
             "verdicts": run.verdicts, "ran": run.ran}
 
@@ -60,10 +58,8 @@ def run_seed(assignment: str, seed: int | None = None, secret_file: Path | None 
 
 def _refusal(assignment: str, submissions: Path, secret_file: Path | None = None) -> str | None:
     """Why this run cannot start (a wrong argument, or no sandbox), or None."""
-    source = ROOT / "solutions" / assignment / f"{assignment}.ipynb"
-    if not source.exists():
-        known = sorted(p.name for p in (ROOT / "solutions").iterdir() if p.is_dir())
-        return f"ASSIGNMENT: expected one of {known}, got {assignment!r}"
+    if not notebook_path("solutions", assignment).exists():
+        return f"ASSIGNMENT: expected one of {assignments()}, got {assignment!r}"
     if not submissions.is_dir():
         return f"SUBMISSIONS: expected a folder of <student>.ipynb files, got {str(submissions)!r}"
     if secret_file is not None:
@@ -186,7 +182,7 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
     # 1. collect
     out = out_root / assignment
     work = _fresh(out)
-    os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    os.environ["PATH"] = venv_env()["PATH"]
     try:
         release_path, db_url, max_points = gradebook.prepare(work, assignment, timeout)
     except RuntimeError as exc:

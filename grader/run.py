@@ -27,8 +27,8 @@ from grader.kernel import MAX_CHARS, MAX_LINES, MAX_NOTEBOOK_CHARS, Kernel
 from grader.kernel_side import plain
 from grader.sandbox import KERNEL_SIDE  # shipped whole into every sandbox
 from tools import nbmeta
+from tools.paths import ROOT
 
-REPO = str(Path(__import__("transformer").__file__).resolve().parent.parent)  # the repository, the package's parent
 KILLED = 'raise RuntimeError("this cell stopped the kernel when it was graded, so the grader replaced it")'
 MAX_DEATHS = 3  # kernel deaths per submission, in cells and in probes together
 
@@ -68,7 +68,7 @@ def _in_kernel(source: str, **names) -> str:
 def setup_code(box: Path, read_roots: tuple) -> str:
     """Runs before the student's first cell: the kernel-side modules on the path, the monitor installed."""
     source = (f"import sys\nsys.path.insert(0, {str(KERNEL_SIDE.parent)!r})\nfrom kernel_side import monitor\n"
-              f"monitor.install({str(box)!r}, {tuple(read_roots)!r}, {REPO!r})")
+              f"monitor.install({str(box)!r}, {tuple(read_roots)!r}, {str(ROOT)!r})")
     return _in_kernel(source)
 
 

@@ -18,12 +18,11 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-import transformer
 from grader.cgroups import CGROUP_ROOT, cgroup_version, control_groups
+from tools.paths import sandbox_mounts
 
 UNSAFE = "UNSAFE_NO_SANDBOX"
 HOME = "/home/student"
@@ -83,9 +82,7 @@ def _mounts() -> list[str]:
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
              "--perms", "0755", "--size", size, "--tmpfs", "/home"]
     made: set[str] = set()
-    package = Path(transformer.__file__).resolve().parent
-    roots = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), package,
-             Path(sysconfig.get_paths()["stdlib"]).resolve()}
+    roots = sandbox_mounts()
     for root in sorted(roots, key=lambda p: len(p.parts)):
         if any(root != r and r in root.parents for r in roots) or str(root).startswith("/usr/"):
             continue  # inside another root, or in /usr already

@@ -15,8 +15,6 @@ from dataclasses import dataclass, field
 from grader import hidden
 from grader.hidden.judge import Malformed
 
-REPORTED = "reported by your kernel"
-
 
 @dataclass
 class Verdict:

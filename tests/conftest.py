@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from tools import nbmeta
+from tools.env import venv_env  # noqa: F401 - the tests' import: subprocesses that find the venv's tools
 from tools.nbmeta import solutions as solution_sources  # noqa: F401 - the tests' names for them
 from tools.nbmeta import submission as make_submission  # noqa: F401
 from tools.paths import ROOT, assignments, notebook_path  # noqa: F401 - ROOT and notebook_path: the tests' import
@@ -27,13 +28,6 @@ NO_SCALE = """def attention(q, k, v, mask=None):
         scores = scores.masked_fill(~mask, float("-inf"))
     return scores.softmax(dim=-1) @ v
 """
-
-
-def venv_env() -> dict[str, str]:
-    """The environment for subprocesses: this interpreter's bin folder first, so they find the venv's tools."""
-    env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return env
 
 
 def small_translator(corpus, d_model: int = 16, n_heads: int = 2, d_ff: int = 32, n_layers: int = 1,

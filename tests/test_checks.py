@@ -113,6 +113,13 @@ def test_layers_come_in_order():
         checks.check_attention(lambda q, k, v, mask=None: (q, k))
 
 
+def test_the_attention_checks_of_chapters_7_and_8_reject_a_tuple_and_name_the_case():
+    with pytest.raises(CheckFailed, match=r"masked_attention \(a padding mask, no empty row\)\n  returned a tuple"):
+        checks.check_masked_attention(lambda q, k, v, mask: (q, k))
+    with pytest.raises(CheckFailed, match=r"cross_attention \(no mask\)\n  returned a tuple"):
+        checks.check_cross_attention(lambda x, memory, w_q, w_k, w_v, src_mask=None: (x, memory))
+
+
 def test_large_answers_report_position_and_size_of_the_error():
     def almost(q, k, v, mask=None):
         out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import ast
 import random
-from pathlib import Path
 
 import pytest
 import torch
 
-import transformer
+from tools.paths import PACKAGE
 from transformer import RotaryEmbedding
 from transformer.hf import bert_config, from_hf, gpt2_config
 
@@ -156,8 +155,7 @@ def test_the_converted_model_keeps_the_mode_and_dtype():
 
 def test_the_package_imports_transformers_only_inside_functions():
     """`import transformer` works without `transformers`: no module of the package imports it at the top level."""
-    package = Path(transformer.__file__).parent
-    for path in package.rglob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         for node in ast.parse(path.read_text(encoding="utf-8")).body:  # module level only, not function bodies
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []

@@ -1,7 +1,9 @@
-"""The repository's folders, computed once: the tests, tools and benchmarks import them from here."""
+"""The repository's folders, computed once: the tests, tools, benchmarks and grader import them from here."""
 
 from __future__ import annotations
 
+import sys
+import sysconfig
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent  # the repository
@@ -19,3 +21,17 @@ def assignments() -> list[str]:
 def notebook_path(kind: str, assignment: str) -> Path:
     """``<kind>/<assignment>/<assignment>.ipynb`` for ``kind`` in ``solutions`` and ``exercises``."""
     return ROOT / kind / assignment / f"{assignment}.ipynb"
+
+
+def sandbox_mounts() -> set[Path]:
+    """The folders a grading sandbox binds read-only besides ``/usr``, resolved: the virtual environment, the
+    Python it was made from, that Python's standard library, and the package."""
+    return {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), PACKAGE,
+            Path(sysconfig.get_paths()["stdlib"]).resolve()}
+
+
+def kernel_read_roots(*more: Path) -> tuple[str, ...]:
+    """The folders a graded kernel may read from without being reported, sorted: the virtual environment (as
+    named and resolved), the Python it was made from, the package, and ``more``."""
+    return tuple(sorted({sys.prefix, sys.base_prefix, str(Path(sys.prefix).resolve()), str(PACKAGE),
+                         *map(str, more)}))

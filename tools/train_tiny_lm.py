@@ -25,10 +25,10 @@ from __future__ import annotations
 import json
 import random
 import time
-from contextlib import contextmanager
 
 import torch
 
+from tools.env import one_thread
 from transformer.config import TransformerConfig
 from transformer.data import maskable
 from transformer.model import EncoderOnly
@@ -57,17 +57,6 @@ ARCHITECTURE = dict(d_model=64, n_heads=4, d_ff=128, n_layers=2, dropout=0.0, no
 
 def config(vocab_size: int, max_len: int) -> TransformerConfig:
     return TransformerConfig(vocab_size=vocab_size, max_len=max_len, **ARCHITECTURE)
-
-
-@contextmanager
-def one_thread():
-    """Sums in one fixed order: the result does not depend on how many cores there are."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 def swap_table(tokenizer) -> torch.Tensor:

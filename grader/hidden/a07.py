@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, generator, reads
-from grader.hidden.judge import describe, fields, first, items, numbers, tensor
+from grader.hidden.judge import describe, fields, first, items, numbers, returns, tensor
 
 ASSIGNMENT = "07_masking"
 GRADED = ["ex1_masked_row", "ex2_causal_by_hand", "ex3_teacher_forcing", "ex4_padding_mask",
@@ -118,10 +118,7 @@ def ex3_teacher_forcing(seed: int):
 # --------------------------------------------------------------------------- exercises 4 and 5
 
 def _mask_case(what, name, ids, pad, ref, dims):
-    def judge(reply):
-        out, _args = fields(reply, "out", "args")
-        return tensor(out, ref, dims=dims)
-    return Case(what, calls(name, ids, pad), judge)
+    return Case(what, calls(name, ids, pad), returns(ref, dims))
 
 
 def ex4_padding_mask(seed: int):

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, fill, generator, reads
-from grader.hidden.judge import describe, entry, fields, shape, tensor
+from grader.hidden.judge import describe, entry, fields, returns, shape, tensor
 
 ASSIGNMENT = "08_cross_attention"
 GRADED = ["ex1_cross_shapes", "ex2_cross_attention", "ex3_decoder_block"]
@@ -62,13 +62,6 @@ def ex1_cross_shapes(seed: int):
 # ----------------------------------------------------------------- exercise 2: cross-attention
 
 
-def _case(what, name, args, ref, names, dims):
-    def judge(reply):
-        out, _args = fields(reply, "out", "args")
-        return tensor(out, ref, dims=dims, **TOL)
-    return Case(what, calls(name, *args), judge)
-
-
 def ex2_cross_attention(seed: int):
     g = generator(seed, "ex2_cross_attention")
     for b, td, te, d, dk, dv in [(1, 1, 1, 3, 2, 2), (2, 5, 7, 6, 4, 3), (3, 4, 9, 16, 8, 8)]:
@@ -78,15 +71,13 @@ def ex2_cross_attention(seed: int):
         wv = torch.randn(d, dv, generator=g) / d ** 0.5
         lengths = torch.randint(1, te + 1, (b,), generator=g)
         mask = (torch.arange(te)[None, :] < lengths[:, None])[:, None, :]    # (batch, 1, T_e), True = real token
-        names = ["x_dec", "memory", "W_q", "W_k", "W_v"]
         dims = ["batch", "T_d", "d_v"]
         sizes = f"batch {b}, T_d {td}, T_e {te}, d_model {d}, d_k {dk}, d_v {dv}"
-        yield _case(f"cross_attention with {sizes}, no mask", "cross_attention", [x, mem, wq, wk, wv],
-                    F.scaled_dot_product_attention(x @ wq, mem @ wk, mem @ wv), names, dims)
-        yield _case(f"cross_attention with {sizes} and a source padding mask (batch, 1, T_e)", "cross_attention",
-                    [x, mem, wq, wk, wv, mask],
-                    F.scaled_dot_product_attention(x @ wq, mem @ wk, mem @ wv, attn_mask=mask),
-                    names + ["src_mask"], dims)
+        yield Case(f"cross_attention with {sizes}, no mask", calls("cross_attention", x, mem, wq, wk, wv),
+                   returns(F.scaled_dot_product_attention(x @ wq, mem @ wk, mem @ wv), dims, **TOL))
+        yield Case(f"cross_attention with {sizes} and a source padding mask (batch, 1, T_e)",
+                   calls("cross_attention", x, mem, wq, wk, wv, mask),
+                   returns(F.scaled_dot_product_attention(x @ wq, mem @ wk, mem @ wv, attn_mask=mask), dims, **TOL))
 
 
 # ----------------------------------------------------------------- exercise 3: the decoder block

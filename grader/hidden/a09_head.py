@@ -27,7 +27,7 @@ def _one_step(h, W):
     return w.grad.clone(), (W - 0.1 * w.grad).detach()
 
 
-def _untied_judge(d, v, h, W):
+def _untied_judge(h, W):
     logits = h @ W.T
     _, after = _one_step(h, W)
 
@@ -61,7 +61,7 @@ def _untied_parts_judge(d, v):
     return judge
 
 
-def _tied_judge(d, v, h, E):
+def _tied_judge(h, E):
     logits = h @ E.T
     grad, after = _one_step(h, E)
     dims = ["vocab_size", "d_model"]
@@ -111,10 +111,10 @@ def ex4_tied_output_head(seed: int):
         tied = Request("a09.tied_head", {"d_model": d, "vocab_size": v, "h": h, "E": E})
         yield Case(f"OutputHead({d}, {v}) untied: logits h W^T for a matrix W copied into self.weight "
                    f"(vocab_size, d_model), and one SGD step on head.parameters() trains it", untied,
-                   _untied_judge(d, v, h, W))
+                   _untied_judge(h, W))
         yield Case(f"OutputHead({d}, {v}) untied: self.weight a registered Parameter of random entries of size about "
                    f"1/sqrt(d_model)", untied, _untied_parts_judge(d, v), scored=False)
         yield Case(f"OutputHead({d}, {v}, embedding) tied: logits h E^T, and one SGD step on head.parameters() "
-                   f"moves the embedding by its gradient", tied, _tied_judge(d, v, h, E))
+                   f"moves the embedding by its gradient", tied, _tied_judge(h, E))
         yield Case(f"OutputHead({d}, {v}, embedding) tied: self.weight is embedding.weight, no parameters of its own",
                    tied, _tied_parts_judge(d, v), scored=False)

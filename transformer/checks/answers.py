@@ -1,19 +1,31 @@
-"""Helpers that several checks share to read a student's answer: dicts of counts, lists of ids, shapes, and a
-next-token function that counts how often the student's decoding loop calls it."""
+"""Helpers that several checks share to read a student's answer: the keys of a dict, dicts of counts, lists of ids,
+shapes, and a next-token function that counts how often the student's decoding loop calls it."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import torch
 
 from .core import as_int, fail
 
-__all__ = ["show", "plain_counts", "dict_problems", "as_ids", "as_ints", "CountedCalls"]
+__all__ = ["show", "require_keys", "plain_counts", "dict_problems", "as_ids", "as_ints", "CountedCalls"]
 
 
 def show(value, limit: int = 60) -> str:
     """``repr(value)``, cut to ``limit`` characters."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def require_keys(name: str, answer, keys: Sequence[str]) -> None:
+    """Fail unless ``answer`` is a dict with every one of ``keys`` (for answers made of several parts)."""
+    __tracebackhide__ = True
+    if not isinstance(answer, dict):
+        fail(f"✗ {name}", [f"answer: expected a dict with the keys {', '.join(keys)}, got {type(answer).__name__}"])
+    missing = [k for k in keys if k not in answer]
+    if missing:
+        fail(f"✗ {name}", [f"answer: missing the key(s) {', '.join(missing)}"])
 
 
 def plain_counts(name: str, got) -> tuple[dict | None, list[str]]:

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import torch
 
 from ..tokenization import SPECIAL_TOKENS, Vocabulary, WordTokenizer, count_pairs, merge_pair
-from .answers import dict_problems, plain_counts, show
-from .core import Mistake, as_int, call, compare, fail, outputs, report, require_keys, values_of
+from .answers import dict_problems, plain_counts, require_keys, show
+from .core import Mistake, as_int, call, compare, fail, outputs, report, values_of
 from .mistakes.ch01 import COUNT_PAIRS_MISTAKES, MERGE_PAIR_MISTAKES, WORD_TOKENIZER_MISTAKES
 
 __all__ = ["check_tokens_by_hand", "check_count_pairs", "check_merge_pair", "check_word_tokenizer",

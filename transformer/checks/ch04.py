@@ -9,7 +9,7 @@ import torch
 
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask
-from .core import Mistake, call, compare, fail, outputs, report, values_of
+from .core import Mistake, call, compare, output_problems, outputs, report, values_of
 from .earlier import builds_on
 from .mistakes.ch04 import ATTENTION_MISTAKES, CAUSAL_MASK_MISTAKES, SELF_ATTENTION_MISTAKES
 
@@ -70,13 +70,9 @@ def check_attention(fn: Callable, seed: int = 0) -> None:
     """``fn(q, k, v, mask=None)`` must equal scaled dot-product attention (atol 1e-5)."""
     __tracebackhide__ = True
     for case, (q, k, v, mask) in _attention_cases(seed):
-        got = call(fn, (q, k, v, mask), f"attention ({case})")
-        if isinstance(got, tuple):
-            fail(f"✗ attention ({case})", ["returned a tuple; return only the output tensor"])
-        expected = scaled_dot_product_attention(q, k, v, mask)
-        mistakes = outputs(ATTENTION_MISTAKES, q, k, v, mask)
-        problems = compare(got, expected, ("batch", "T_q", "d_v"), atol=1e-5, rtol=1e-4, mistakes=mistakes,
-                           what=f"output ({case})")
+        _, problems = output_problems(fn, (q, k, v, mask), f"attention ({case})",
+                                      scaled_dot_product_attention(q, k, v, mask), ("batch", "T_q", "d_v"),
+                                      outputs(ATTENTION_MISTAKES, q, k, v, mask), f"output ({case})")
         if problems:
             report(f"attention ({case})", problems)
     report("attention", [])

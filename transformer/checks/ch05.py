@@ -9,8 +9,8 @@ from torch import nn
 
 from ..multihead import merge_heads, split_heads
 from . import references
-from .answers import as_ints
-from .core import Mistake, as_number, call, compare, fail, outputs, report, require_keys
+from .answers import as_ints, require_keys
+from .core import Mistake, as_number, call, compare, fail, outputs, report
 from .earlier import builds_on
 from .mistakes.ch05 import MERGE_HEADS_MISTAKES, MHA_MISTAKES, SPLIT_HEADS_MISTAKES
 

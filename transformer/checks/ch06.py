@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import references
-from .core import Mistake, call, compare, fail, outputs, report, require_keys, values_of
+from .answers import require_keys
+from .core import Mistake, call, compare, fail, outputs, report, values_of
 from .mistakes.ch06 import ENCODER_BLOCK_MISTAKES, LAYER_NORM_MISTAKES
 
 __all__ = ["check_layer_norm_by_hand", "check_layer_norm", "check_encoder_block", "layer_norm_by_hand_inputs"]

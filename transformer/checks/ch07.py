@@ -9,7 +9,19 @@ import torch
 
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask, causal_padding_mask, fully_masked_rows, padding_mask
-from .core import Mistake, as_tensor, backward, call, compare, fail, hide_positions, outputs, report, values_of
+from .core import (
+    Mistake,
+    as_tensor,
+    backward,
+    call,
+    compare,
+    fail,
+    hide_positions,
+    output_problems,
+    outputs,
+    report,
+    values_of,
+)
 from .earlier import builds_on
 from .mistakes.ch07 import (
     CAUSAL_PADDING_MISTAKES,
@@ -197,14 +209,10 @@ def check_masked_attention(fn: Callable, seed: int = 0) -> None:
     """``fn(q, k, v, mask)``: masked attention whose fully masked rows give zeros, with finite gradients."""
     __tracebackhide__ = True
     for case, (q, k, v, mask) in _masked_attention_cases(seed):
-        got = call(fn, (q, k, v, mask), f"masked_attention ({case})")
-        if isinstance(got, tuple):
-            fail(f"✗ masked_attention ({case})", ["returned a tuple; return only the output tensor"])
         expected = scaled_dot_product_attention(q, k, v, mask)
         dims = ("batch", "T_q", "d_v") if q.dim() == 3 else ("batch", "heads", "T_q", "d_v")
-        mistakes = outputs(MASKED_ATTENTION_MISTAKES, q, k, v, mask)
-        problems = compare(got, expected, dims, atol=1e-5, rtol=1e-4, mistakes=mistakes,
-                           what=f"output ({case})")
+        got, problems = output_problems(fn, (q, k, v, mask), f"masked_attention ({case})", expected, dims,
+                                        outputs(MASKED_ATTENTION_MISTAKES, q, k, v, mask), f"output ({case})")
         if problems and isinstance(got, torch.Tensor) and got.shape == expected.shape:
             problems += _nan_rows_hint(got.detach(), mask)
         if problems:

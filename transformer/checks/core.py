@@ -228,16 +228,6 @@ def known_mistake(t: torch.Tensor, mistakes: dict[str, torch.Tensor] | None, ato
     return []
 
 
-def require_keys(name: str, answer, keys: Sequence[str]) -> None:
-    """Fail unless ``answer`` is a dict with every one of ``keys`` (for answers made of several parts)."""
-    __tracebackhide__ = True
-    if not isinstance(answer, dict):
-        fail(f"✗ {name}", [f"answer: expected a dict with the keys {', '.join(keys)}, got {type(answer).__name__}"])
-    missing = [k for k in keys if k not in answer]
-    if missing:
-        fail(f"✗ {name}", [f"answer: missing the key(s) {', '.join(missing)}"])
-
-
 def own_copies(args: tuple) -> tuple:
     """``args`` with every tensor that does not require grad copied: the student's code may change its
     inputs in place, and the check still has the originals to compute its reference from."""
@@ -254,6 +244,17 @@ def call(fn: Callable, args: tuple, name: str, copies: bool = True):
         raise
     except Exception as exc:  # noqa: BLE001 - any error in student code is feedback
         fail(f"✗ {name} raised {type(exc).__name__}: {exc}", ["fix the error above, then run this cell again"])
+
+
+def output_problems(fn: Callable, args: tuple, name: str, expected: torch.Tensor, dims: Sequence[str],
+                    mistakes: dict[str, Any], what: str) -> tuple[Any, list[str]]:
+    """:func:`call` for an answer that returns one tensor (a tuple fails): it, and its problems against ``expected``
+    (:func:`compare`, atol 1e-5, rtol 1e-4)."""
+    __tracebackhide__ = True
+    got = call(fn, args, name)
+    if isinstance(got, tuple):
+        fail(f"✗ {name}", ["returned a tuple; return only the output tensor"])
+    return got, compare(got, expected, dims, atol=1e-5, rtol=1e-4, mistakes=mistakes, what=what)
 
 
 def require_unchanged(name: str, given: dict[str, tuple[torch.Tensor, torch.Tensor]], lines: Sequence[str]) -> None:

@@ -11,6 +11,19 @@ from grader.kernel import MAX_CHARS, Kernel
 
 pytestmark = pytest.mark.slow
 
+def run_in_kernel(code: str):
+    """``code`` run in a grading kernel of its own box: its :class:`~grader.kernel.Outcome`."""
+    box = sandbox.new_box()
+    sandbox.give(box / "out")
+    kernel = Kernel(box)
+    try:
+        kernel.start()
+        return kernel.execute(code, 60)
+    finally:
+        kernel.stop()
+        sandbox.remove_box(box)
+
+
 FLOOD = """
 from IPython.display import display
 for i in range(40):
@@ -19,15 +32,7 @@ for i in range(40):
 
 
 def test_a_flood_of_metadata_is_cut_at_the_cells_limit():
-    box = sandbox.new_box()
-    sandbox.give(box / "out")
-    kernel = Kernel(box)
-    try:
-        kernel.start()
-        out = kernel.execute(FLOOD, 60)
-    finally:
-        kernel.stop()
-        sandbox.remove_box(box)
+    out = run_in_kernel(FLOOD)
     kept = sum(len(str(o.get("metadata", ""))) for o in out.outputs)
     assert out.status == "ok" and out.flooded
     assert kept <= MAX_CHARS, kept  # the old count (text and data only) kept all 40 MB of it
@@ -44,13 +49,5 @@ for part in ("ONE:", " refused", "\\n"):
 
 def test_consecutive_prints_to_one_stream_are_one_block():
     """A loaded kernel sent ``print("ONE:", "refused")`` as two messages, and the feedback page showed two blocks."""
-    box = sandbox.new_box()
-    sandbox.give(box / "out")
-    kernel = Kernel(box)
-    try:
-        kernel.start()
-        out = kernel.execute(SPLIT_PRINTS, 60)
-    finally:
-        kernel.stop()
-        sandbox.remove_box(box)
+    out = run_in_kernel(SPLIT_PRINTS)
     assert [(o["name"], o["text"]) for o in out.outputs] == [("stdout", "ONE: refused\n")]

@@ -43,6 +43,14 @@ IDS_13 = torch.tensor([[1, 2, 3]])
 BOOL_55 = torch.ones(5, 5, dtype=torch.bool)
 
 CASES = {
+    # ---- a model's embedding called alone, as chapters 10 and 11 do: it is where the ids are checked
+    "a negative id to DecoderOnly.embed": (lambda: T.DecoderOnly(cfg()).embed(torch.tensor([[1, -1]])), ValueError,
+                                           m("ids:", "token ids in [0, 19]", "got values in [-1, 1]")),
+    "an id beyond the vocabulary to EncoderDecoder.src_embed": (
+        lambda: T.EncoderDecoder(cfg()).src_embed(torch.tensor([[1, 20]])), ValueError,
+        m("src:", "token ids in [0, 19]", "got values in [1, 20]")),
+    "float ids to EncoderOnly.embed": (lambda: T.EncoderOnly(cfg()).embed(r(1, 3)), TypeError,
+                                       m("ids:", "integer tensor of token ids", "got dtype torch.float32")),
     # ---- checks that went through the shared helpers: a wrong type is a TypeError, a bool is no int
     "True as a special id to mask_tokens": (lambda: T.mask_tokens(IDS_13, 4, 10, special_ids=[True]), TypeError,
                                             m("special_ids:", "each an int", "got bool True")),

@@ -27,8 +27,9 @@ class _Embed(nn.Module):
     """Token embedding (plus token types), plus the positional encoding when the scheme adds one to the embeddings
     (``positions`` is None otherwise), an optional norm, then dropout."""
 
-    def __init__(self, cfg: TransformerConfig, vocab_size: int):
+    def __init__(self, cfg: TransformerConfig, vocab_size: int, name: str = "ids"):
         super().__init__()
+        self.name = name  # what the ids are called in an error: "src", "tgt" or "ids"
         self.tokens = TokenEmbedding(vocab_size, cfg.d_model, scale=cfg.scale_embeddings)
         # None when the scheme acts inside attention (RoPE, relative bias) or adds none (NoPE)
         self.positions = positional_module(cfg, ActsOn.EMBEDDINGS)
@@ -39,8 +40,10 @@ class _Embed(nn.Module):
         self.max_len, self.type_vocab_size = cfg.max_len, cfg.type_vocab_size
 
     def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None, offset: int = 0) -> torch.Tensor:
-        """``ids (batch, seq)``, already checked by the model; ``offset``: the position of the first of ``ids``
-        (the length of a key/value cache)."""
+        """``ids (batch, seq)`` -> ``(batch, seq, d_model)``; ``offset``: the position of the first of ``ids``
+        (the length of a key/value cache). The models' ids enter here, and a chapter may call it alone: it is
+        where they are checked, once (the models embed before they build their masks)."""
+        require_token_ids(self.name, ids, self.tokens.vocab_size, ranks=(2,))
         if offset + ids.shape[1] > self.max_len:
             raise ValueError(f"ids: expected at most max_len={self.max_len} positions, got {offset + ids.shape[1]}")
         if token_type_ids is not None:
@@ -63,8 +66,8 @@ class EncoderDecoder(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.cfg = cfg
-        self.src_embed = _Embed(cfg, cfg.src_vocab_size or cfg.vocab_size)
-        self.tgt_embed = _Embed(cfg, cfg.vocab_size)
+        self.src_embed = _Embed(cfg, cfg.src_vocab_size or cfg.vocab_size, "src")
+        self.tgt_embed = _Embed(cfg, cfg.vocab_size, "tgt")
         if cfg.share_embeddings:
             self.src_embed.tokens = self.tgt_embed.tokens  # one matrix for both languages (the 2017 paper)
         self.encoder = Encoder(cfg)
@@ -73,15 +76,15 @@ class EncoderDecoder(nn.Module):
 
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``src (batch, T_e)`` -> memory ``(batch, T_e, d_model)`` and its padding mask ``(batch, 1, T_e)``."""
-        require_token_ids("src", src, self.src_embed.tokens.vocab_size, ranks=(2,))
-        src_mask = _padding_mask(src, self.cfg.pad_id)
-        return self.encoder(self.src_embed(src), src_mask), src_mask
+        x = self.src_embed(src)  # checks the ids: (batch, T_e) -> (batch, T_e, d_model)
+        src_mask = _padding_mask(src, self.cfg.pad_id)  # (batch, 1, T_e)
+        return self.encoder(x, src_mask), src_mask
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """``tgt (batch, T_d)`` and memory -> logits ``(batch, T_d, vocab_size)``."""
-        require_token_ids("tgt", tgt, self.cfg.vocab_size, ranks=(2,))
+        x = self.tgt_embed(tgt)  # checks the ids: (batch, T_d) -> (batch, T_d, d_model)
         self_mask = _causal_padding_mask(tgt, self.cfg.pad_id)  # (batch, T_d, T_d)
-        return self.head(self.decoder(self.tgt_embed(tgt), memory, self_mask, src_mask))
+        return self.head(self.decoder(x, memory, self_mask, src_mask))
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
         memory, src_mask = self.encode(src)
@@ -110,13 +113,14 @@ class DecoderOnly(nn.Module):
         With a :class:`~transformer.kv_cache.KVCache` (chapter 12), ``ids`` are the positions that follow
         those already in the cache; their keys and values are added to it.
         """
-        require_token_ids("ids", ids, self.cfg.vocab_size, ranks=(2,))
         if cache is None:
-            return self.causal_stack(self.embed(ids), _causal_padding_mask(ids, self.cfg.pad_id))  # mask (batch, T, T)
-        _check_cache(cache, ids, len(self.causal_stack.layers))
-        offset = len(cache)
+            x = self.embed(ids)  # checks the ids: (batch, T) -> (batch, T, d_model)
+            return self.causal_stack(x, _causal_padding_mask(ids, self.cfg.pad_id))  # mask (batch, T, T)
+        _check_cache(cache, len(self.causal_stack.layers))
+        x = self.embed(ids, offset=len(cache))  # checks the ids: (batch, T) -> (batch, T, d_model)
+        _check_cache_batch(cache, ids)
         mask = cache.self_mask(ids, self.cfg.pad_id)  # (batch, T, offset + T)
-        return self.causal_stack(self.embed(ids, offset=offset), mask, cache)
+        return self.causal_stack(x, mask, cache)
 
     def forward(self, ids: torch.Tensor, cache=None) -> torch.Tensor:
         return self.head(self.hidden(ids, cache))  # (batch, T, vocab_size)
@@ -134,8 +138,8 @@ class EncoderOnly(nn.Module):
 
     def encode(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         """``ids (batch, T)`` and their types (segments, with ``cfg.type_vocab_size``) -> ``(batch, T, d_model)``."""
-        require_token_ids("ids", ids, self.cfg.vocab_size, ranks=(2,))
-        return self.encoder(self.embed(ids, token_type_ids), _padding_mask(ids, self.cfg.pad_id))
+        x = self.embed(ids, token_type_ids)  # checks the ids: (batch, T) -> (batch, T, d_model)
+        return self.encoder(x, _padding_mask(ids, self.cfg.pad_id))
 
     def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         return self.head(self.encode(ids, token_type_ids))  # (batch, T, vocab_size)
@@ -158,12 +162,16 @@ def _check_types(token_type_ids, ids: torch.Tensor, type_vocab_size: int) -> Non
         raise ValueError(f"token_type_ids: expected the shape of ids {shape_str(ids)}, got {shape_str(token_type_ids)}")
 
 
-def _check_cache(cache, ids: torch.Tensor, n_layers: int) -> None:
-    """A :class:`~transformer.kv_cache.KVCache` with one layer per block, for the batch of ``ids``."""
+def _check_cache(cache, n_layers: int) -> None:
+    """A :class:`~transformer.kv_cache.KVCache` with one layer per block."""
     layers = getattr(cache, "layers", None)
     if not isinstance(layers, list) or len(layers) != n_layers:
         raise TypeError(f"cache: expected a KVCache with {n_layers} layers (KVCache({n_layers})), "
                         f"got {type(cache).__name__}")
+
+
+def _check_cache_batch(cache, ids: torch.Tensor) -> None:
+    """The batch of ``ids`` is the cache's."""
     if len(cache) and cache.layers[0].k.shape[0] != ids.shape[0]:
         raise ValueError(f"ids: expected the cache's batch of {cache.layers[0].k.shape[0]} sequences, "
                          f"got shape {shape_str(ids)}")

@@ -137,7 +137,10 @@ class Kernel:
             if kind == "clear_output":
                 out.outputs.clear()
             elif kind in ("stream", "display_data", "execute_result", "error"):
-                node = nbformat.v4.output_from_msg(msg)
+                try:
+                    node = nbformat.v4.output_from_msg(msg)
+                except Exception:  # noqa: BLE001 - an output the kernel forged out of shape is dropped, not the grading
+                    continue
                 if kind == "error":
                     out.status = "error"
                     out.error = f"{node.ename}: {str(node.evalue).splitlines()[0][:200] if node.evalue else ''}"
@@ -150,7 +153,8 @@ class Kernel:
                 out.chars = chars
                 last = out.outputs[-1] if out.outputs else None
                 if (kind == "stream" and last is not None and last.get("output_type") == "stream"
-                        and last.get("name") == node.get("name")):
+                        and last.get("name") == node.get("name")
+                        and isinstance(last.get("text"), str) and isinstance(node.get("text"), str)):
                     last["text"] += node["text"]  # one block, as a notebook shows it, however the kernel flushed it
                 else:
                     out.outputs.append(node)

@@ -51,3 +51,22 @@ def test_consecutive_prints_to_one_stream_are_one_block():
     """A loaded kernel sent ``print("ONE:", "refused")`` as two messages, and the feedback page showed two blocks."""
     out = run_in_kernel(SPLIT_PRINTS)
     assert [(o["name"], o["text"]) for o in out.outputs] == [("stdout", "ONE: refused\n")]
+
+
+FORGED_STREAMS = """
+print("first")
+import sys; sys.stdout.flush()
+_k = get_ipython().kernel
+for _content in ({"name": "stdout", "text": ["a list", "of text"]}, {"name": 5, "text": 7}, {"text": "no name"}, {}):
+    _k.session.send(_k.iopub_socket, "stream", _content, parent=_k.get_parent("shell"), ident=_k._topic("stream"))
+print("after")
+"""
+
+
+def test_a_forged_stream_message_is_dropped_or_kept_apart_never_fatal():
+    """A stream whose text is a list (nbformat takes it) used to meet ``+=`` on the last print's text: TypeError,
+    and the whole submission was lost; one without a name or content stopped the cell's reading."""
+    out = run_in_kernel(FORGED_STREAMS)
+    assert out.status == "ok"
+    texts = [o.get("text") for o in out.outputs]
+    assert texts[0] == "first\n" and texts[-1] == "after\n", texts

@@ -19,12 +19,15 @@ from pathlib import Path
 
 from grader import collect, feedback, gradebook, hidden, report, sandbox, workers
 from grader.forbidden import findings
+from grader.kernel import READY_S
 from grader.run import grade_in_sandbox
 from tools.env import venv_env
 from tools.paths import ROOT, assignments, kernel_read_roots, notebook_path
 
 SECRET_ENV = "GRADER_SECRET"  # the course's secret, from which each assignment's seed is derived
-DEADLINE_GRACE = 120  # seconds past its budget after which a submission's worker is stopped (see workers.run_all)
+# Seconds past its budget (and one cell timeout) after which a submission's worker is stopped (workers.run_all):
+# a kernel started just before the budget ran out (two waits of READY_S at most) and the grader's own work after it.
+DEADLINE_GRACE = 2 * READY_S + 60
 
 
 def run_one(assignment: str, text: str, seed: int, box: Path, timeout: float, budget: float,
@@ -256,7 +259,7 @@ def _run_all(assignment: str, ready: list, save, jobs: int, **settings) -> None:
             by_key[key].note(f"its result could not be saved: {type(exc).__name__}")
 
     # the budget bounds the kernel's work; the deadline is the last guard, against a fault of the grader's own side
-    deadline = settings["budget"] + max(DEADLINE_GRACE, settings["timeout"])
+    deadline = settings["budget"] + DEADLINE_GRACE + settings["timeout"]
     workers.run_all(jobs_list, run_one, jobs, done, lambda key, why: by_key[key].note(why), deadline=deadline)
 
 

@@ -150,8 +150,11 @@ def _restart(kernel: Kernel, setup: str, sources: list[str], timeout: float, run
     if clock.deaths > MAX_DEATHS:
         run.note(f"the kernel stopped more than {MAX_DEATHS} times; the rest was not run")
         return False
+    if clock.left() <= 0:  # no new kernel once the budget is spent
+        run.note(f"the submission used its whole time budget ({clock.budget:g} s)")
+        return False
     kernel.start()
-    kernel.execute(setup, timeout)
+    kernel.execute(setup, clock.cap(timeout))
     for src in sources:
         if clock.left() <= 0:
             run.note(f"the submission used its whole time budget ({clock.budget:g} s)")

@@ -5,8 +5,9 @@ result back. A worker that dies (killed, out of memory) costs only the submissio
 that submission is named as not graded, its box is removed by the parent, and a new worker takes
 the rest. Workers are forked (quick to start: they inherit the imported libraries) and each forgets
 the parent's sandbox uid and control groups, so each claims its own. A job that outlives its
-``deadline`` (the submission's budget and a grace: only a fault of the grader's own side can get there)
-has its worker killed, with the sandboxes it started (``--die-with-parent``), and is named as not graded.
+``deadline`` (the submission's budget, a cell timeout and a grace for a last kernel start: past it, only
+a fault of the grader's own side can keep a job going) has its worker killed, with the sandboxes it
+started (``--die-with-parent``), and is named as not graded.
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class _Worker:
 
     def kill(self) -> None:
         self.process.kill()
-        self.process.join()
+        self.process.join(10)  # a process stuck in the kernel may not go at once: the run does not wait on it
 
 
 def run_all(jobs: list, work: Callable, workers: int, done: Callable, failed: Callable,

@@ -1,5 +1,6 @@
 """The grading pool (``grader/workers.py``) on jobs of its own: a job that dies or hangs costs only itself,
-every box is removed, and the run ends. No kernel and no sandbox: the jobs are plain functions."""
+every box is removed however its job ended, and the run ends. No kernel and no sandbox: the jobs are plain
+functions, run in the pool's forked workers."""
 
 import os
 import time
@@ -8,43 +9,53 @@ from pathlib import Path
 from grader import workers
 
 
-def job(box: Path, what: str):
-    """One submission's stand-in: ``what`` says how it behaves."""
+def job(box: Path, what: str, seen: str):
+    """One submission's stand-in: it writes down its box (in the folder ``seen``), then behaves as ``what`` says."""
     assert box.is_dir()
+    (Path(seen) / f"{what}-{os.getpid()}-{time.monotonic_ns()}").write_text(str(box))
     if what == "hang":
         time.sleep(3600)
     if what == "die":
         os._exit(3)
     if what == "raise":
         raise ValueError("a message quoting the submission")
-    return f"graded {what}", str(box)
+    if what == "slow":
+        time.sleep(2)
+    return f"graded {what}"
 
 
-def run(jobs: dict, deadline=None, workers_n=2):
+def run(jobs: dict, seen: Path, deadline=None, workers_n=2):
     done, failed = {}, {}
     start = time.monotonic()
-    workers.run_all([(k, {"what": w}) for k, w in jobs.items()], job, workers_n,
+    workers.run_all([(k, {"what": w, "seen": str(seen)}) for k, w in jobs.items()], job, workers_n,
                     lambda key, result: done.__setitem__(key, result),
                     lambda key, why: failed.__setitem__(key, why), deadline=deadline)
-    return done, failed, time.monotonic() - start
+    boxes = [Path(p.read_text()) for p in seen.iterdir()]
+    return done, failed, time.monotonic() - start, boxes
 
 
-def test_a_job_past_its_deadline_is_stopped_named_and_the_rest_graded():
+def test_a_job_past_its_deadline_is_stopped_named_and_the_rest_graded(tmp_path):
     """Without the deadline, the hanging job held its worker (and the run) for an hour."""
-    done, failed, took = run({"a": "fine", "b": "hang", "c": "fine", "d": "fine"}, deadline=3)
+    done, failed, took, boxes = run({"a": "fine", "b": "hang", "c": "fine", "d": "fine"}, tmp_path, deadline=3)
     assert set(done) == {"a", "c", "d"} and set(failed) == {"b"}
     assert "took longer than 3 s" in failed["b"] and "not graded" in failed["b"]
     assert took < 60
-    assert not any(Path(box).exists() for _, box in done.values())
+    assert len(boxes) == 4 and not any(box.exists() for box in boxes), "every box is removed, the hung job's too"
 
 
-def test_a_dying_and_a_raising_job_cost_only_themselves():
-    done, failed, _ = run({"a": "die", "b": "fine", "c": "raise", "d": "fine"}, deadline=30)
+def test_a_dying_and_a_raising_job_cost_only_themselves(tmp_path):
+    done, failed, _, boxes = run({"a": "die", "b": "fine", "c": "raise", "d": "fine"}, tmp_path, deadline=30)
     assert set(done) == {"b", "d"}
     assert "stopped while grading" in failed["a"]
     assert failed["c"] == "grading failed: ValueError"  # the type only: the message may quote the submission
+    assert len(boxes) == 4 and not any(box.exists() for box in boxes), "the dead job's box is removed too"
 
 
-def test_no_deadline_waits_for_slow_jobs():
-    done, failed, _ = run({"a": "fine", "b": "fine"}, deadline=None, workers_n=1)
+def test_without_a_deadline_a_slow_job_is_waited_for(tmp_path):
+    done, failed, took, _ = run({"a": "slow", "b": "fine"}, tmp_path, deadline=None, workers_n=1)
+    assert done == {"a": "graded slow", "b": "graded fine"} and not failed and took >= 2
+
+
+def test_a_deadline_longer_than_the_jobs_stops_nothing(tmp_path):
+    done, failed, _, _ = run({"a": "slow", "b": "slow"}, tmp_path, deadline=30)
     assert set(done) == {"a", "b"} and not failed

@@ -52,6 +52,9 @@ CASES = {
     "float ids to EncoderOnly.embed": (lambda: T.EncoderOnly(cfg()).embed(r(1, 3)), TypeError,
                                        m("ids:", "integer tensor of token ids", "got dtype torch.float32")),
     # ---- checks that went through the shared helpers: a wrong type is a TypeError, a bool is no int
+    "a generator of special ids to mask_tokens": (
+        lambda: T.mask_tokens(IDS_13, 4, 10, special_ids=(i for i in [1, 2])), TypeError,
+        m("special_ids:", "a list of token ids", "got <generator")),
     "True as a special id to mask_tokens": (lambda: T.mask_tokens(IDS_13, 4, 10, special_ids=[True]), TypeError,
                                             m("special_ids:", "each an int", "got bool True")),
     "NaN angle to rotation_matrix": (lambda: T.rotation_matrix(float("nan")), ValueError,
@@ -469,6 +472,7 @@ def test_valid_calls_in_the_same_style_pass():
     assert T.DecoderOnly(cfg(positional="rope"))(torch.full((1, 8), 3)).shape == (1, 8, 20)
     assert T.TokenEmbedding(10, 4)(torch.tensor([[0, 9]])).shape == (1, 2, 4)
     assert T.one_hot([0, 4], 5).shape == (2, 5)
+    assert T.one_hot(torch.tensor([1, 3], dtype=torch.uint8), 5).argmax(-1).tolist() == [1, 3]  # any integer type
     assert T.shift_matrix(1, 4).shape == (4, 4)
     assert T.softmax_with_temperature(r(2, 5), 1e-3).shape == (2, 5)
     assert cfg(d_model=12, n_heads=3, positional="rope", norm="rms").d_head == 4

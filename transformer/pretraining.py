@@ -20,7 +20,7 @@ learning that only ``[MASK]`` positions matter.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -91,7 +91,7 @@ def _require_masking(ids, mask_id, vocab_size, p, special_ids) -> None:
     require_int("vocab_size", vocab_size, low=2, expected="a whole number >= 2")
     require_int("mask_id", mask_id, 0, vocab_size - 1, expected=f"a token id in [0, {vocab_size - 1}]")
     require_probability("p", p)
-    if isinstance(special_ids, str) or not isinstance(special_ids, Iterable):
+    if isinstance(special_ids, str) or not isinstance(special_ids, Sequence):  # a generator would be read up here
         raise TypeError(f"special_ids: expected a list of token ids, got {special_ids!r}")
     for i in special_ids:
         require_int("special_ids", i, expected="a list of token ids, each an int")

@@ -134,8 +134,10 @@ class WordTokenizer:
 def one_hot(ids, vocab_size: int) -> torch.Tensor:
     """One-hot rows: ``ids`` of shape ``(...,)`` -> ``(..., vocab_size)`` float (chapter 1)."""
     ids = torch.as_tensor(ids)
+    if not ids.is_floating_point() and not ids.is_complex() and ids.dtype != torch.bool:
+        ids = ids.long()  # any integer type holds ids here (a NumPy uint8 array, a list of ints)
     _require_one_hot(ids, vocab_size)
-    return torch.nn.functional.one_hot(ids.long(), vocab_size).float()
+    return torch.nn.functional.one_hot(ids, vocab_size).float()
 
 
 # ---------------------------------------------------------------- BPE

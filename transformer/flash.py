@@ -37,7 +37,7 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: tor
     ``(batch, [heads,] T_q, T_k)``, True = may attend. Returns ``(batch, [heads,] T_q, d_v)``, equal to it
     (a row with no allowed key gives zeros), with gradients; no ``T_q x T_k`` matrix is ever held (chapter 12).
     """
-    require_attention_inputs(q, k, v, mask)
+    require_attention_inputs(q, k, v, mask, takes_bias=False)
     require_positive_int("block_size", block_size)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])

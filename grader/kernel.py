@@ -45,6 +45,7 @@ class Outcome:
     flooded: bool = False
     error: str = ""             # "ZeroDivisionError: division by zero"
     chars: int = 0              # characters of output kept
+    lines: int = 0              # lines of output kept
 
 
 class Kernel:
@@ -115,7 +116,6 @@ class Kernel:
             return out
         msg_id = self.kc.execute(code, store_history=False, allow_stdin=False)
         deadline = time.monotonic() + timeout
-        lines = chars = 0
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -129,7 +129,7 @@ class Kernel:
                     out.status = "died"
                     return out
                 continue
-            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            if msg.get("parent_header", {}).get("msg_id") != msg_id or not isinstance(msg.get("content"), dict):
                 continue
             kind = msg["msg_type"]
             if kind == "status" and msg["content"].get("execution_state") == "idle":
@@ -137,27 +137,7 @@ class Kernel:
             if kind == "clear_output":
                 out.outputs.clear()
             elif kind in ("stream", "display_data", "execute_result", "error"):
-                try:
-                    node = nbformat.v4.output_from_msg(msg)
-                except Exception:  # noqa: BLE001 - an output the kernel forged out of shape is dropped, not the grading
-                    continue
-                if kind == "error":
-                    out.status = "error"
-                    out.error = f"{node.ename}: {str(node.evalue).splitlines()[0][:200] if node.evalue else ''}"
-                size = len(str(msg["content"]))  # everything the output carries: text, data, metadata, traceback
-                n = str(node.get("text", "")).count("\n")
-                if lines + n > MAX_LINES or chars + size > max_chars:
-                    out.flooded = True
-                    continue
-                lines, chars = lines + n, chars + size
-                out.chars = chars
-                last = out.outputs[-1] if out.outputs else None
-                if (kind == "stream" and last is not None and last.get("output_type") == "stream"
-                        and last.get("name") == node.get("name")
-                        and isinstance(last.get("text"), str) and isinstance(node.get("text"), str)):
-                    last["text"] += node["text"]  # one block, as a notebook shows it, however the kernel flushed it
-                else:
-                    out.outputs.append(node)
+                _take(out, msg, max_chars)
 
     def _interrupt(self, msg_id: str) -> None:
         """Ask the kernel to stop; kill it if it does not become idle within a few seconds."""
@@ -172,3 +152,27 @@ class Kernel:
         except Exception:  # noqa: BLE001 - no answer: it is killed below
             pass
         self.stop()
+
+
+def _take(out: Outcome, msg: dict, max_chars: int) -> None:
+    """One output message of the cell into ``out``, within its limits; an output forged out of shape is dropped."""
+    try:
+        node = nbformat.v4.output_from_msg(msg)
+    except Exception:  # noqa: BLE001 - a malformed output is the kernel's loss, never the grading's
+        return
+    if msg["msg_type"] == "error":
+        out.status = "error"
+        out.error = f"{node.ename}: {str(node.evalue).splitlines()[0][:200] if node.evalue else ''}"
+    size = len(str(msg["content"]))  # everything the output carries: text, data, metadata, traceback
+    n = str(node.get("text", "")).count("\n")
+    if out.lines + n > MAX_LINES or out.chars + size > max_chars:
+        out.flooded = True
+        return
+    out.lines, out.chars = out.lines + n, out.chars + size
+    last = out.outputs[-1] if out.outputs else None
+    if (node.get("output_type") == "stream" and last is not None and last.get("output_type") == "stream"
+            and last.get("name") == node.get("name")
+            and isinstance(last.get("text"), str) and isinstance(node.get("text"), str)):
+        last["text"] += node["text"]  # one block, as a notebook shows it, however the kernel flushed it
+    else:
+        out.outputs.append(node)

@@ -68,7 +68,7 @@ def cfg(**kw):
 
 
 def gqa_with_cache():
-    mha = T.MultiHeadAttention(16, 4, n_kv_heads=2)
+    mha = T.MultiHeadAttention(16, 4, n_kv_heads=2, rope=T.RotaryEmbedding(4, max_len=16))
     cache = T.kv_cache.LayerCache()
     mha(r(2, 3, 16), mask=T.causal_mask(3)[None], cache=cache)
     return lambda: mha(r(2, 1, 16), mask=torch.ones(2, 1, 4, dtype=torch.bool), cache=cache)

@@ -43,6 +43,16 @@ IDS_13 = torch.tensor([[1, 2, 3]])
 BOOL_55 = torch.ones(5, 5, dtype=torch.bool)
 
 CASES = {
+    # ---- positional schemes inside attention: checked once, when the layer is built or called
+    "a RoPE of the wrong head size to MultiHeadAttention": (
+        lambda: T.MultiHeadAttention(16, 4, rope=T.RotaryEmbedding(8)), ValueError,
+        m("rope:", "d_head=4 (d_model / n_heads)", "got d_head=8")),
+    "a relative bias of the wrong heads to MultiHeadAttention": (
+        lambda: T.MultiHeadAttention(16, 4, relative_bias=T.RelativePositionBias(2)), ValueError,
+        m("relative_bias:", "n_heads=4", "got n_heads=2")),
+    "a sequence past RoPE's max_len to MultiHeadAttention": (
+        lambda: T.MultiHeadAttention(16, 4, rope=T.RotaryEmbedding(4, max_len=5))(r(1, 6, 16)), ValueError,
+        m("x:", "at most max_len=5 positions", "got 6")),
     # ---- a model's embedding called alone, as chapters 10 and 11 do: it is where the ids are checked
     "a negative id to DecoderOnly.embed": (lambda: T.DecoderOnly(cfg()).embed(torch.tensor([[1, -1]])), ValueError,
                                            m("ids:", "token ids in [0, 19]", "got values in [-1, 1]")),

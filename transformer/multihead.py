@@ -97,6 +97,7 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, n_kv_heads * self.d_h, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.rope, self.relative_bias = rope, relative_bias
+        _check_positional(rope, relative_bias, self.d_h, n_heads)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
                 return_weights: bool = False, cache=None):
@@ -104,7 +105,7 @@ class MultiHeadAttention(nn.Module):
         q, k, v = self._project(x, memory)  # (batch, heads, T_q, d_h), 2 x (batch, n_kv_heads, T_k, d_h)
         offset = 0 if cache is None else cache.length  # the position of x's first row
         if memory is None and self.rope is not None:
-            q, k = self.rope(q, offset), self.rope(k, offset)
+            q, k = self.rope._rotate(q, offset), self.rope._rotate(k, offset)  # checked in _check and __init__
         if cache is not None:
             k, v = cache.append(k, v)  # (batch, n_kv_heads, offset + T_q, d_h): the past and the new
         bias = None
@@ -159,7 +160,22 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError("cache: expected None for cross-attention (memory is given), got a cache")
         t_k = x.shape[1] if memory is None else memory.shape[1]
         t_k += 0 if cache is None else cache.length
+        if memory is None and self.rope is not None and t_k > self.rope.max_len:  # RoPE's table has max_len rows
+            raise ValueError(f"x: expected a sequence of at most max_len={self.rope.max_len} positions, got {t_k}; "
+                             "build the encoding with a larger max_len")
         if mask is not None:  # one check of the mask: attention below takes it as it is
             per_head = isinstance(mask, torch.Tensor) and mask.dim() == 4
             target = (x.shape[0], self.n_heads, x.shape[1], t_k) if per_head else (x.shape[0], x.shape[1], t_k)
             require_mask("mask", mask, target, "(batch, heads, T_q, T_k)" if per_head else "(batch, T_q, T_k)")
+
+
+def _check_positional(rope, relative_bias, d_h: int, n_heads: int) -> None:
+    """A RoPE of the layer's head size and a relative bias with one row per head, checked once, when built."""
+    if rope is not None and (not isinstance(rope, RotaryEmbedding) or rope.d_head != d_h):
+        got = f"d_head={rope.d_head}" if isinstance(rope, RotaryEmbedding) else type(rope).__name__
+        raise ValueError(f"rope: expected a RotaryEmbedding with d_head={d_h} (d_model / n_heads), got {got}")
+    if relative_bias is not None and (not isinstance(relative_bias, RelativePositionBias)
+                                      or relative_bias.bias.shape[0] != n_heads):
+        got = (f"n_heads={relative_bias.bias.shape[0]}" if isinstance(relative_bias, RelativePositionBias)
+               else type(relative_bias).__name__)
+        raise ValueError(f"relative_bias: expected a RelativePositionBias with n_heads={n_heads}, got {got}")

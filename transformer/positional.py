@@ -76,11 +76,9 @@ def shift_matrix(c: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
     _require_shift(c, d_model)
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
     for i, w in enumerate(_frequencies(d_model, base)):
-        a = c * w
-        cos, sin = torch.cos(a), torch.sin(a)
-        # sin(x + a) = sin x cos a + cos x sin a ;  cos(x + a) = cos x cos a - sin x sin a
-        m[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.stack([torch.stack([cos, sin]),
-                                                               torch.stack([-sin, cos])])
+        cos, sin = torch.cos(c * w), torch.sin(c * w)
+        # sin(x + a) = sin x cos a + cos x sin a ;  cos(x + a) = cos x cos a - sin x sin a, with a = c w
+        m[2 * i : 2 * i + 2, 2 * i : 2 * i + 2] = torch.stack([torch.stack([cos, sin]), torch.stack([-sin, cos])])
     return m.float()
 
 
@@ -214,6 +212,9 @@ class RotaryEmbedding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         _check_rows(x, offset, self.max_len, self.d_head, "d_head", (2, 3, 4), "(batch, [heads,] seq, d_head)")
+        return self._rotate(x, offset)
+
+    def _rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:  # forward on x already checked (attention)
         rows = slice(offset, offset + x.shape[-2])
         cos, sin = self.cos[rows].to(x.dtype), self.sin[rows].to(x.dtype)  # (seq, d_head / 2) each
         return _rotate_pairs(x, cos, sin, self.pairs)  # (..., seq, d_head)

@@ -49,7 +49,8 @@ def sanitize(output) -> list:
     """Only plain text and real PNG images, as new outputs with nothing else in them."""
     kind = output.get("output_type")
     if kind == "stream":
-        name, text = str(output.get("name", "stdout")), str(output.get("text", ""))
+        name = "stderr" if output.get("name") == "stderr" else "stdout"  # the kernel's word is not written as given
+        text = str(output.get("text", ""))
         return [nbformat.v4.new_output("stream", name=name, text=text)]
     if kind == "error":
         ename, evalue = str(output.get("ename", "")), str(output.get("evalue", ""))

@@ -70,3 +70,12 @@ def test_a_forged_stream_message_is_dropped_or_kept_apart_never_fatal():
     assert out.status == "ok"
     texts = [o.get("text") for o in out.outputs]
     assert texts[0] == "first\n" and texts[-1] == "after\n", texts
+
+
+def test_a_page_carries_only_stdout_or_stderr_as_a_streams_name():
+    """A stream's name is the kernel's word: a forged one (markup in it) is not written to the feedback page."""
+    from grader.feedback import sanitize
+
+    forged = {"output_type": "stream", "name": 'x"><script>alert(1)</script>', "text": "hi\n"}
+    assert [dict(o) for o in sanitize(forged)] == [{"output_type": "stream", "name": "stdout", "text": "hi\n"}]
+    assert sanitize({"output_type": "stream", "name": "stderr", "text": "e"})[0]["name"] == "stderr"

@@ -115,3 +115,13 @@ def test_stack_has_n_layers():
     c = TransformerConfig(vocab_size=10, d_model=16, n_heads=2, d_ff=32, n_layers=3, n_decoder_layers=2, dropout=0.0)
     assert len(Encoder(c).layers) == 3
     assert len(Decoder(c).layers) == 2
+
+
+def test_linear_bias_false_leaves_no_bias_in_any_projection():
+    """``linear_bias`` covers the cross-attention of a decoder block too (it kept its biases before)."""
+    from transformer import EncoderDecoder
+
+    c = TransformerConfig(vocab_size=11, d_model=8, n_heads=2, d_ff=16, n_layers=1, dropout=0.0, max_len=8,
+                          linear_bias=False)
+    linear_biases = [n for n, m in EncoderDecoder(c).named_modules() if isinstance(m, nn.Linear) and m.bias is not None]
+    assert linear_biases == [n for n in linear_biases if n.startswith("head")], linear_biases

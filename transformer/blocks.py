@@ -54,7 +54,7 @@ class DecoderBlock(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.self_attn = self_attention_for(cfg)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, fast=cfg.fast)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, bias=cfg.linear_bias, fast=cfg.fast)
         self.ff = feed_forward_for(cfg)
         self.norm1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
         self.norm2 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)

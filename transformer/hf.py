@@ -190,7 +190,7 @@ def from_hf(model: nn.Module) -> DecoderOnly | EncoderOnly:
     Dropout: ours has one rate (GPT-2's ``resid_pdrop``, BERT's ``hidden_dropout_prob``) and drops at slightly
     different places, so only eval-mode outputs are equal. The returned model is in the mode of ``model`` and
     has its dtype. A config we cannot express (e.g. ``scale_attn_by_inverse_layer_idx=True``, an activation
-    other than relu/gelu/gelu_new/gelu_pytorch_tanh, cross-attention) raises a ``ValueError`` naming the field.
+    not in ``HF_ACTIVATIONS``, cross-attention) raises a ``ValueError`` naming the field.
     """
     if not isinstance(model, nn.Module):
         raise _unsupported(model)

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from .._validate import require_float, require_rank
+from .._validate import require_choice, require_float, require_rank
 from .explorer import Explorer
 
 MAX_KEYS = 32
@@ -45,8 +45,7 @@ class OnlineSoftmaxExplorer(Explorer):
         require_rank("scores", scores, (1,), "(T_k,)")
         if not 2 <= scores.shape[0] <= MAX_KEYS:
             raise ValueError(f"scores: expected between 2 and {MAX_KEYS} keys, got {scores.shape[0]}")
-        if block not in self.BLOCKS:
-            raise ValueError(f"block: expected one of {list(self.BLOCKS)}, got {block!r}")
+        require_choice("block", block, self.BLOCKS)
         self.scores = scores.detach().double().clone()
         n = self.scores.shape[0]
         self.block = w.ToggleButtons(options=list(self.BLOCKS), value=block, description="tile size")

@@ -129,7 +129,10 @@ class Kernel:
                     out.status = "died"
                     return out
                 continue
-            if msg.get("parent_header", {}).get("msg_id") != msg_id or not isinstance(msg.get("content"), dict):
+            except Exception:  # noqa: BLE001 - a message the kernel forged (a replayed signature, bad parts): skipped
+                continue
+            parent, content = msg.get("parent_header"), msg.get("content")
+            if not isinstance(parent, dict) or parent.get("msg_id") != msg_id or not isinstance(content, dict):
                 continue
             kind = msg["msg_type"]
             if kind == "status" and msg["content"].get("execution_state") == "idle":
@@ -162,7 +165,8 @@ def _take(out: Outcome, msg: dict, max_chars: int) -> None:
         return
     if msg["msg_type"] == "error":
         out.status = "error"
-        out.error = f"{node.ename}: {str(node.evalue).splitlines()[0][:200] if node.evalue else ''}"
+        evalue = str(node.evalue)[:400].splitlines()  # cut before it is split: the kernel chose its length
+        out.error = f"{str(node.ename)[:100]}: {evalue[0][:200] if evalue else ''}"
     size = len(str(msg["content"]))  # everything the output carries: text, data, metadata, traceback
     n = str(node.get("text", "")).count("\n")
     if out.lines + n > MAX_LINES or out.chars + size > max_chars:

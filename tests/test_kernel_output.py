@@ -79,3 +79,22 @@ def test_a_page_carries_only_stdout_or_stderr_as_a_streams_name():
     forged = {"output_type": "stream", "name": 'x"><script>alert(1)</script>', "text": "hi\n"}
     assert [dict(o) for o in sanitize(forged)] == [{"output_type": "stream", "name": "stdout", "text": "hi\n"}]
     assert sanitize({"output_type": "stream", "name": "stderr", "text": "e"})[0]["name"] == "stderr"
+
+
+REPLAYED_AND_HUGE = """
+_k = get_ipython().kernel
+_msg = _k.session.msg("stream", {"name": "stdout", "text": "once\\n"}, parent=_k.get_parent("shell"))
+_parts = _k.session.serialize(_msg, ident=_k._topic("stream"))
+_k.iopub_socket.send_multipart(_parts)
+_k.iopub_socket.send_multipart(_parts)           # the same signature again: the client refuses it
+print("after")
+raise type("E" * 1_000_000, (Exception,), {})("\\n" * 1_000_000 + "the end")
+"""
+
+
+def test_a_replayed_message_and_a_huge_error_cost_neither_the_cell_nor_the_memory():
+    """A message sent twice raised ValueError ("Duplicate Signature") out of the grader's reading, and the whole
+    submission was lost; an error's name and message were kept whole (a million characters) and split in full."""
+    out = run_in_kernel(REPLAYED_AND_HUGE)
+    assert [o.get("text") for o in out.outputs if o.get("output_type") == "stream"] == ["once\nafter\n"]
+    assert out.status == "error" and len(out.error) <= 320, len(out.error)

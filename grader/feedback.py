@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
+import functools
 import html
 import re
 import shutil
@@ -104,10 +105,6 @@ def page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str,
 
 def _page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str, student: str, db_url: str,
           sandboxed: bool, outputs: bool) -> str:
-    from nbconvert.exporters import HTMLExporter
-    from nbgrader.preprocessors import GetGrades
-    from traitlets.config import Config
-
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -117,6 +114,23 @@ def _page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str
             if nbmeta.is_graded(cell) and gid in verdicts:
                 cell.outputs.append(nbformat.v4.new_output("display_data",
                                                            data={"text/html": verdict_html(verdicts[gid])}))
+    exporter = _exporter()
+    resources = {"nbgrader": {"notebook": assignment, "assignment": assignment, "student": student,
+                              "db_url": db_url}}
+    body, _ = exporter.from_notebook_node(nb, resources=resources)
+    body = re.sub(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", lambda m: LOCAL_MATHJAX, body,
+                  count=1, flags=re.S)
+    box = notes_html(problems, sandboxed)
+    return re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + box, body, count=1) if box else body
+
+
+@functools.cache
+def _exporter():
+    """nbgrader's feedback template, compiled once per process (a new exporter compiles it again: about 0.5 s)."""
+    from nbconvert.exporters import HTMLExporter
+    from nbgrader.preprocessors import GetGrades
+    from traitlets.config import Config
+
     nbgrader_templates = Path(__import__("nbgrader").__file__).parent / "server_extensions" / "formgrader"
     c = Config()
     c.HTMLExporter.template_name = "feedback"
@@ -125,13 +139,7 @@ def _page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str
     c.HTMLExporter.extra_template_paths = [str(bootstrap)]
     exporter = HTMLExporter(config=c)
     exporter.register_preprocessor(GetGrades(), enabled=True)
-    resources = {"nbgrader": {"notebook": assignment, "assignment": assignment, "student": student,
-                              "db_url": db_url}}
-    body, _ = exporter.from_notebook_node(nb, resources=resources)
-    body = re.sub(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", lambda m: LOCAL_MATHJAX, body,
-                  count=1, flags=re.S)
-    box = notes_html(problems, sandboxed)
-    return re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + box, body, count=1) if box else body
+    return exporter
 
 
 def problem_page(student: str, assignment: str, problems: list[str]) -> str:

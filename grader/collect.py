@@ -1,91 +1,211 @@
 """Step 1: collect the submissions: find them, name them, read them, rebuild them on the release.
 
-A submission is a folder's ``<student>.ipynb`` or ``<student>_<assignment>.ipynb``, or nbgrader's
-course layout ``submitted/<student>/<assignment>/*.ipynb``. Each is read (an empty file, a file that
-is not JSON or not a notebook is reported and scored 0; an old nbformat is converted) and rebuilt on
-the released notebook: every locked cell comes from the release (an edited, deleted or re-tagged test
-cell is put back and reported), every answer cell from the student, matched by its id.
+:func:`gather` lists the submissions of a folder or a ``.zip`` in the layouts of ``grader/platforms.py``: a plain
+``<student>.ipynb`` or ``<student>_<assignment>.ipynb`` at the top (or in the one folder that holds everything),
+nbgrader's ``submitted/<student>/<assignment>/``, Canvas's and Moodle's downloads. Each file is read by the first
+layout its path matches (Moodle, nbgrader, Canvas, plain), so one folder may mix them; a notebook deeper in the tree
+that matches none (another assignment's, in nbgrader's ``submitted/``) is not a submission of this one.
 
-A submission file is hostile input: it is read under caps (file size, cells, characters per cell),
-its nbgrader metadata is type-checked (anything malformed is treated as a cell the student added),
-and whatever goes wrong with one file becomes that file's problem ("could not be read: ..."), never
-the run's.
+One row per file, none dropped. Of one platform identity's notebooks the latest is graded (Canvas: the highest
+``-N`` attempt, then file id; Moodle and nbgrader: the notebook named like the release, then the last by name) and
+the others are "superseded". What cannot be read safely (a link, a pipe, a socket, a device, a folder named
+``*.ipynb``; a zip member with an absolute or ``..`` path, a link, encryption, or over a cap), and a platform
+submission without a notebook, is a "not read" row saying what it is. A plain folder's two files of one name are
+both graded and both flagged (nothing says they are one person). A row's id, the name of its feedback page, is its
+own name (the file's, or the platform's ``<name>_<id>``) when that is plain ASCII; a name reduced to ASCII or
+suffixed never takes an id that another file has as its own, whatever the order, and its row says so.
+
+A submission file is hostile input: it is read under caps (file size, cells, characters per cell) without
+following a link or waiting on a pipe, a zip member in memory (never extracted), its nbgrader metadata is
+type-checked (anything malformed is treated as a cell the student added), and whatever goes wrong with one file
+becomes that file's problem ("could not be read: ..."), never the run's. Each submission is rebuilt on the released
+notebook: every locked cell comes from the release (an edited, deleted or re-tagged test cell is put back and
+reported), every answer cell from the student, matched by its id.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader import intake, platforms
+from grader.intake import MAX_FILE_BYTES, Entry, SourceError, Unreadable
+from grader.platforms import Found
 from tools import nbmeta
 
-MAX_FILE_BYTES = 16 * 2**20   # a submission file
-MAX_CELLS = 500               # cells in one notebook
-MAX_CELL_CHARS = 200_000      # characters in one cell's source
+__all__ = ["MAX_FILE_BYTES", "SourceError", "Unreadable", "Submission", "gather", "prepare", "read_notebook", "rebuild"]
 
-
-def find(folder: Path, assignment: str) -> list[tuple[str | None, Path]]:
-    """(student from the layout or None, path) for every submission in ``folder``, sorted."""
-    nested = sorted(folder.glob(f"*/{assignment}/*.ipynb"))
-    if nested:  # nbgrader's layout: the student is the folder's name
-        return [(p.parent.parent.name, p) for p in nested if ".ipynb_checkpoints" not in p.parts]
-    return [(None, p) for p in sorted(folder.glob("*.ipynb"))]
+MAX_CELLS = 500                 # cells in one notebook
+MAX_CELL_CHARS = 200_000        # characters in one cell's source
+MAX_ID = 100                    # characters of a student id, the name of its feedback page
+STATUS_ORDER = {"graded": 0, "superseded": 1, "not read": 2}  # who has the first claim on a contested id
 
 
 @dataclass
 class Submission:
     student: str
-    source: Path
+    source: str = ""              # the file's path in the folder or zip, "/"-separated, as written there
     problems: list[str] = field(default_factory=list)
-    graded: bool = False
+    graded: bool = False          # set once the grading run has recorded it
     points: dict[str, float] = field(default_factory=dict)
     score: float = 0.0
+    platform: str = "folder"      # canvas, moodle, nbgrader or folder
+    platform_id: str = ""         # Canvas's user id, Moodle's participant id, nbgrader's student folder
+    name: str = ""                # the student's name as the platform wrote it
+    late: bool = False            # Canvas's LATE marker
+    attempt: int = 0              # Canvas's -1, -2 resubmission suffix
+    status: str = "graded"        # graded (to be graded), superseded or not read
+    # how its bytes are read, set by gather; not a field, so that asdict, replace and copies never carry an open zip
+    reader = None
+
+    @property
+    def file_name(self) -> str:
+        return self.source.rsplit("/", 1)[-1]
+
+    def read(self) -> bytes:
+        """The file's bytes (at most ``MAX_FILE_BYTES + 1``): a file opened without following a link or waiting on a
+        pipe and checked to be regular, a zip member inflated in memory under the caps; Unreadable otherwise."""
+        if self.reader is None:
+            raise Unreadable("there is no file to read")
+        return self.reader()
 
     def note(self, text: str) -> None:
         if text not in self.problems:
             self.problems.append(text)
 
 
-# ------------------------------------------------------------------ names
+def gather(source: Path, assignment: str) -> list[Submission]:
+    """Every submission in ``source`` (a folder or a ``.zip``), one row per file, sorted by path (see the module's
+    text). Raises SourceError when ``source`` is not a readable folder or zip, or is over a cap."""
+    rows = _rows(intake.entries(source), assignment)
+    _supersede(rows)
+    _flag_shared_names(rows)
+    _name(rows)
+    return sorted((sub for sub, _ in rows), key=lambda s: (s.source, s.student))
 
 
-def student_id(path: Path, assignment: str) -> str:
-    """``José Ñ_04_x.ipynb`` -> ``Jose_N``: ASCII letters, digits, ``-`` and ``_`` only."""
-    stem = path.stem
-    if stem.endswith("_" + assignment):
-        stem = stem[: -len(assignment) - 1]
-    ascii_stem = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode()
-    return re.sub(r"[^A-Za-z0-9_-]+", "_", ascii_stem).strip("_-") or "student"
+# ------------------------------------------------------------------ rows and names
 
 
-def assign_ids(found: list[tuple[str | None, Path]], assignment: str) -> list[Submission]:
-    """One submission per file; two files of the same student are both kept and both flagged."""
-    subs, by_id = [], {}
-    for named, path in found:
-        base = student_id(Path(named + ".ipynb") if named else path, assignment)
-        sid, n = base, 2
-        while sid in {s.student for s in subs}:
-            sid, n = f"{base}_{n}", n + 1
-        sub = Submission(sid, path)
-        subs.append(sub)
-        by_id.setdefault(base, []).append(sub)
-    for base, group in by_id.items():
+def _rows(entries: list[Entry], assignment: str) -> list[tuple[Submission, Found]]:
+    """A row per notebook of a layout, per thing that cannot be read, per platform submission without a notebook."""
+    top = os.path.commonprefix([e.parts[:-1] for e in entries if e.kind != "dir"]) if entries else ()
+    students = {e.parts[:i] for e in entries for i in range(1, len(e.parts)) if e.parts[i] == assignment}
+    nbgrader_level = {s[:-1] for s in students}  # where nbgrader's student folders are
+    rows, present = [], {}
+    for e in sorted(entries, key=lambda e: (e.parts, e.source)):
+        notebook = e.parts[-1].lower().endswith(".ipynb")
+        if e.kind in ("file", "dir") and not (e.kind == "dir" and notebook):
+            found = (platforms.identify if e.kind == "file" else platforms.identify_folder)(e.parts, assignment, top)
+            if found and notebook:
+                rows.append(_row(e, found))
+            elif found and found.platform != "folder":
+                present.setdefault((found.platform, found.platform_id), (e, found))
+            continue
+        found = platforms.identify(e.parts, assignment, top) if notebook else \
+            platforms.identify_folder(e.parts, assignment, top)
+        if found is None and e.parts[:-1] in nbgrader_level:
+            found = Found("nbgrader", e.parts[-1], "", e.parts[-1])
+        if found or notebook or e.always:
+            what = "a folder named *.ipynb" if e.kind == "dir" else e.kind
+            rows.append(_row(e, found or Found("folder", own=_stem(e.parts[-1])), "not read", f"{what}: not read"))
+    have = {(f.platform, f.platform_id) for _, f in rows}
+    for key, (e, found) in present.items():
+        if key not in have:
+            rows.append(_row(e, found, "not read", "no notebook in this submission: not read"))
+    return rows
+
+
+def _row(e: Entry, found: Found, status: str = "graded", problem: str | None = None) -> tuple[Submission, Found]:
+    sub = Submission("", e.source, platform=found.platform, platform_id=found.platform_id, name=found.name,
+                     late=found.late, attempt=found.attempt, status=status)
+    sub.reader = None if problem else e.reader
+    if problem:
+        sub.note(problem)
+    return sub, found
+
+
+def _stem(name: str) -> str:
+    return name[: -len(".ipynb")] if name.lower().endswith(".ipynb") else name
+
+
+def _supersede(rows: list[tuple[Submission, Found]]) -> None:
+    """Of one platform identity's notebooks the latest is graded; the others stay listed as superseded."""
+    groups: dict[tuple, list] = {}
+    for sub, found in rows:
+        if sub.status == "graded" and found.platform != "folder":
+            groups.setdefault((found.platform, found.platform_id), []).append((sub, found))
+    for group in groups.values():
+        latest = max(group, key=lambda pair: pair[1].order)[0]
+        for sub, _ in group:
+            if sub is not latest:
+                sub.status, sub.reader = "superseded", None
+                sub.note(f"not graded: superseded by {latest.file_name}, a later file of the same student")
+
+
+def _flag_shared_names(rows: list[tuple[Submission, Found]]) -> None:
+    """A plain folder's files that reduce to one name: both graded (nothing says they are one person), both flagged."""
+    groups: dict[str, list[Submission]] = {}
+    for sub, found in rows:
+        if found.platform == "folder" and sub.status == "graded":
+            groups.setdefault(reduce_name(found.own), []).append(sub)
+    for base, group in groups.items():
         if len(group) > 1:
-            files = ", ".join(s.source.name for s in group)
+            files = ", ".join(s.file_name for s in group)
             for s in group:
                 s.note(f"{len(group)} files for {base} ({files}); each graded separately, decide which counts")
-    return subs
+
+
+def reduce_name(name: str) -> str:
+    """``José Ñ!`` -> ``Jose_N``: ASCII letters, digits, ``-`` and ``_`` only, at most ``MAX_ID`` characters."""
+    reduced = re.sub(r"[^A-Za-z0-9_-]+", "_", platforms.ascii_name(name)).strip("_-")
+    return reduced[:MAX_ID].strip("_-") or "student"
+
+
+def _name(rows: list[tuple[Submission, Found]]) -> None:
+    """Every row's id: its own name when plain, else (or when another row came first with it) its reduced name with
+    the first free suffix that is nobody's own name. Graded rows have the first claim, then by path."""
+    rows = sorted(rows, key=lambda pair: (STATUS_ORDER[pair[0].status], pair[0].source))
+    owner: dict[str, tuple[Submission, Found]] = {}
+    for sub, found in rows:
+        if reduce_name(found.own) == found.own:
+            owner.setdefault(found.own, (sub, found))
+    taken: dict[str, tuple[Submission, Found]] = {}
+    for sub, found in rows:
+        base = reduce_name(found.own)
+        sid, n = base, 2
+        while sid in taken or sid in owner and owner[sid][0] is not sub:
+            sid, n = f"{base[:MAX_ID - 8]}_{n}", n + 1
+        holder = taken.get(base) or owner.get(base)
+        taken[sid], sub.student = (sub, found), sid
+        _explain(sub, found, holder)
+
+
+def _explain(sub: Submission, found: Found, holder: tuple[Submission, Found] | None) -> None:
+    """The note of a row whose id is not its own name: not plain (a file's name only), or taken by someone else."""
+    same_person = holder is not None and found.platform != "folder" and \
+        (holder[1].platform, holder[1].platform_id) == (found.platform, found.platform_id)
+    why = []
+    if found.platform == "folder" and reduce_name(found.own) != found.own:
+        why.append("is not a plain name")
+    if sub.student != reduce_name(found.own) and holder is not None and not same_person:
+        why.append(f"collides with {holder[0].file_name}")
+    if why:
+        sub.note(f"named {sub.student}: its file name {sub.file_name} {' and '.join(why)}")
 
 
 # ------------------------------------------------------------ preparation
 
 
 def prepare(sub: Submission, release):
-    """The submission read and rebuilt on the release, or None with the reason noted; never raises."""
+    """The submission read and rebuilt on the release, or None with the reason noted (a superseded or unreadable
+    row: None at once); never raises."""
+    if sub.status != "graded":
+        return None
     try:
         nb = read_notebook(sub)
         return None if nb is None else rebuild(sub, nb, release)
@@ -98,12 +218,14 @@ def read_notebook(sub: Submission):
     """The submission as an nbformat-4 notebook, or None with the reason noted."""
     import nbformat
 
-    size = sub.source.stat().st_size
-    if size > MAX_FILE_BYTES:
+    try:
+        raw = sub.read()
+    except Unreadable as exc:
+        sub.note(f"not read: {exc}")
+        return None
+    if len(raw) > MAX_FILE_BYTES:
         sub.note(f"not graded: the file is larger than {MAX_FILE_BYTES // 2**20} MiB")
         return None
-    with open(sub.source, "rb") as f:
-        raw = f.read(MAX_FILE_BYTES + 1)
     if not raw.strip():
         sub.note("empty file")
         return None

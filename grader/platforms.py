@@ -11,6 +11,8 @@ Downloads, read by ``collect.gather`` through :func:`identify` (verified against
   folders, ``<Full name>_<participant id>_assignsubmission_file_<file name>``; a ``_`` in a name becomes a space.
 - nbgrader: ``submitted/<student>/<assignment>/<notebook>``.
 
+A plain file named like one of these (``bob_12_34_x.ipynb`` reads as Canvas's) is taken as that platform's.
+
 Grades back: :func:`export` fills Canvas's gradebook export (``lib/gradebook_exporter.rb``, read back by
 ``gradebook_importer.rb``) or Moodle's offline grading worksheet (``mod/assign/feedback/offline``), changing only the
 cells it fills; :func:`bundle_feedback` and :func:`moodle_feedback_files` pack the feedback pages.

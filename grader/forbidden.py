@@ -2,20 +2,26 @@
 
 Each hidden-test module declares ``FORBIDS = {grade_id: Forbid(function, names)}``, what its exercise's
 text forbids (``**Do not use:**``): dotted names of modules (``transformer``: the whole package) or callables.
-:func:`findings` resolves imports (``as`` too), aliases, attribute chains and ``getattr`` with a literal;
-a use in an answer cell counts against its exercise, one in an added cell against every exercise that
-forbids it (``grader/reading.py`` reads the names). Names built at run time cannot be read: they are
-reported as dynamic reaches, for a person.
+A callable stands for the same code by every name PyTorch gives it (``forbidden_calls.routes``: its ATen
+operator and overloads, its other bindings, its tensor method, the ``torch.nn`` classes and functions that
+call it). :func:`findings` resolves imports (``as`` too), aliases, attribute chains and ``getattr`` with a
+literal, and reads a method taken on anything else by its name (``x.repeat_interleave``); a use in an answer
+cell counts against its exercise, one in an added cell against every exercise that forbids it
+(``grader/reading.py`` reads the names). Names built at run time cannot be read: they are reported as dynamic
+reaches, for a person, and so is any way into the operator registry or the C bindings (``torch.ops``,
+``torch._C``) and any module's ``sys`` (``torch.sys.modules``).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import sys
 from dataclasses import dataclass
 from types import ModuleType
 
+from grader.kernel_side.forbidden_calls import routes
 from grader.reading import MAX_CHARS, bindings, index, literal_getattr, names_used, parse
 from tools import nbmeta
 
@@ -26,7 +32,10 @@ DYNAMIC_MODULES = {"importlib", "pkgutil", "codecs", "runpy", "pydoc", "builtins
 DYNAMIC_NAMES = {"sys.modules", "sys._getframe", "operator.attrgetter", "operator.methodcaller"}
 DYNAMIC_CALLS = {"__import__", "exec", "eval", "compile", "globals", "vars", "setattr", "delattr", "get_ipython",
                  "breakpoint", "__builtins__"}
-DYNAMIC_ATTRS = {"__dict__", "__globals__", "__code__", "__builtins__", "__subclasses__", "__import__", "__loader__"}
+DYNAMIC_ATTRS = {"__dict__", "__globals__", "__code__", "__builtins__", "__subclasses__", "__import__", "__loader__",
+                 "sys"}  # any module's sys is sys: torch.sys.modules, os.sys
+# Any operator or binding by name: torch's operator registry and its C bindings (also reached as F.torch._C).
+DYNAMIC_TORCH = ("torch.ops", "torch._ops", "torch._C", "torch._VF")
 _MISSING = object()
 
 
@@ -55,6 +64,7 @@ class Finding:
         head = f"{self.grade_id} ({self.function}): " if self.grade_id else ""
         if self.kind == "uses":
             used = f"{self.used} ({self.name})" if self.used and self.used != self.name else self.name
+            used = f"the method {used}" if used.startswith(".") else used
             return f"{head}uses {used}, which this exercise forbids ({self.where})"
         if self.kind == "dynamic":
             return f"{head}{self.where}: reaches modules dynamically through {self.name}; read it"
@@ -89,24 +99,50 @@ def _object(dotted: str):
     return obj
 
 
+@functools.lru_cache(maxsize=None)
+def _routes(name: str) -> tuple[tuple[str, ...], frozenset, frozenset, tuple]:
+    """The routes of the forbidden ``name``: (dotted names, ids of their objects, tensor methods, the objects)."""
+    found = routes(name)
+    methods = {r.rsplit(".", 1)[1] for r in [name, *found] if r.startswith("torch.Tensor.") and r.count(".") == 2}
+    return tuple(found), frozenset(map(id, found.values())), frozenset(methods), tuple(found.values())
+
+
 def matches(used: str, name: str) -> bool:
     """Whether the dotted name ``used`` is the forbidden ``name``, something inside it, or the same object
-    (``torch._C._nn.scaled_dot_product_attention`` is ``F.scaled_dot_product_attention``); what lives in
-    the public checks is never forbidden, what they merely import is."""
+    (``torch._C._nn.scaled_dot_product_attention`` is ``F.scaled_dot_product_attention``), or one of its routes
+    (``torch.ops.aten.layer_norm.default``, ``torch.nn.LayerNorm``, by any name); ``.method`` (a method taken on
+    something no name stands for) when it is the forbidden callable's tensor method. What lives in the public
+    checks is never forbidden, what they merely import is."""
+    names, ids, methods, _ = _routes(name)
+    if used.startswith("."):
+        return used[1:] in methods
     want, got = _object(name), _object(used)
     if got is not _MISSING:
         home = got.__name__ if isinstance(got, ModuleType) else getattr(got, "__module__", None)
-        if got is want:
+        if got is want or id(got) in ids:
             return True
         if isinstance(home, str) and _under(home, EXEMPT):
             return False
         if isinstance(want, ModuleType) and isinstance(home, str) and _under(home, (want.__name__,)):
             return True
-    return not _under(used, EXEMPT) and _under(used, (name,))
+    return not _under(used, EXEMPT) and _under(used, (name, *names))
 
 
-def _dynamic(dotted: str) -> bool:
-    return dotted.split(".")[0] in DYNAMIC_MODULES or _under(dotted, DYNAMIC_NAMES)
+def _dynamic(dotted: str) -> str | None:
+    """What ``dotted`` reaches modules dynamically through (the key its reaches are told apart by), or None."""
+    parts = dotted.split(".")
+    if parts[0] in DYNAMIC_MODULES or _under(dotted, DYNAMIC_NAMES):
+        return parts[0]
+    if "sys" in parts[1:]:
+        return "sys"
+    gates = {id(o): g for g in DYNAMIC_TORCH if (o := _object(g)) is not _MISSING}
+    for i in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:i])
+        if prefix in DYNAMIC_TORCH or id(_object(prefix)) in gates:
+            return gates.get(id(_object(prefix)), prefix)
+        if i > 1 and _object(prefix) is sys:
+            return "sys"
+    return None
 
 
 # ------------------------------------------------------------------ one cell
@@ -116,23 +152,22 @@ def _reaches(nodes: list[ast.AST], used: dict[str, int], env: dict):
     """(line, what) for every dynamic reach of the cell, one per module or builtin (the most specific)."""
     hits: dict[str, tuple[int, str]] = {}
 
-    def hit(line: int, what: str) -> None:
-        key = what.split(".")[0]
+    def hit(line: int, what: str, key: str) -> None:
         if key not in hits or len(what) > len(hits[key][1]):
             hits[key] = (line, what)
 
     for dotted, line in used.items():
-        if _dynamic(dotted):
-            hit(line, dotted)
+        if not dotted.startswith(".") and (key := _dynamic(dotted)):
+            hit(line, dotted, key)
     for node in nodes:
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Name) and node.id in DYNAMIC_CALLS and node.id not in env:
-            hit(line, f"{node.id}()" if node.id != "__builtins__" else node.id)
+            hit(line, f"{node.id}()" if node.id != "__builtins__" else node.id, node.id)
         elif isinstance(node, ast.Attribute) and node.attr in DYNAMIC_ATTRS:
-            hit(line, f".{node.attr}")
+            hit(line, f".{node.attr}", node.attr)
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
               and "getattr" not in env and not literal_getattr(node)):
-            hit(line, "getattr with a computed name")
+            hit(line, "getattr with a computed name", "getattr")
     return sorted(hits.values())
 
 

@@ -3,7 +3,8 @@
 :func:`parse` reads a cell (IPython magic and shell lines as ``pass``; any parser failure, a cell over
 ``MAX_CHARS``, is a note, never an exception); :func:`bindings` follows imports (``as`` too), ``import *``
 and plain aliases over every cell; :func:`names_used` gives the dotted name of every import and every
-whole attribute chain of a cell (``getattr`` with a literal name counts as an attribute).
+whole attribute chain of a cell (``getattr`` with a literal name counts as an attribute), and ``.name`` for
+every attribute taken on what no binding names (``x.repeat_interleave``, ``(a @ b).softmax``): a method.
 """
 
 from __future__ import annotations
@@ -122,7 +123,14 @@ def _maximal(node: ast.AST, parent: ast.AST | None) -> bool:
 
 
 def names_used(nodes: list[ast.AST], parents: dict, env: dict, stars: list[str]):
-    """(line, dotted name) for every import and every whole name or attribute chain of the cell."""
+    """(line, dotted name) for every import and every whole name or attribute chain of the cell; (line,
+    ``.attr``) for every attribute taken on something that is not a name the bindings know (a local
+    variable, a call's result: a method, whatever its object)."""
+    roots: dict = {}  # attribute -> the root of its chain, children first (breadth-first order reversed)
+    for node in reversed(nodes):
+        if isinstance(node, ast.Attribute) or literal_getattr(node):
+            of = node.value if isinstance(node, ast.Attribute) else node.args[0]
+            roots[node] = roots.get(of, of)
     for node in nodes:
         line = getattr(node, "lineno", 0)
         if isinstance(node, ast.Import):
@@ -130,5 +138,8 @@ def names_used(nodes: list[ast.AST], parents: dict, env: dict, stars: list[str])
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             yield line, node.module
             yield from ((line, f"{node.module}.{a.name}") for a in node.names if a.name != "*")
-        elif _maximal(node, parents.get(node)):
-            yield from ((line, d) for d in sorted(resolve(node, env, stars)))
+        else:
+            if _maximal(node, parents.get(node)):
+                yield from ((line, d) for d in sorted(resolve(node, env, stars)))
+            if node in roots and not (isinstance(roots[node], ast.Name) and roots[node].id in env):
+                yield line, "." + (node.attr if isinstance(node, ast.Attribute) else node.args[1].value)

@@ -21,8 +21,13 @@ ASSIGNMENT = "12_from_2017_to_today"
 GRADED = ["ex1_online_by_hand", "ex2_online_softmax_attention", "ex3_cache_step", "ex4_repeat_kv", "ex5_swiglu"]
 FIXED = {"ex1_online_by_hand"}  # the exercise's worked example: the same question in every run
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
-    "ex2_online_softmax_attention": Forbid("online_softmax_attention",
-                                           ("torch.nn.functional.scaled_dot_product_attention", "transformer")),
+    "ex1_online_by_hand": Forbid("running", ("torch.nn.functional.softmax", "torch.softmax")),
+    "ex2_online_softmax_attention": Forbid("online_softmax_attention", (
+        "torch.nn.functional.scaled_dot_product_attention",
+        "torch.nn.functional.softmax",
+        "torch.softmax",
+        "transformer",
+    )),
     "ex3_cache_step": Forbid("cache_step", ("transformer",)),
     "ex4_repeat_kv": Forbid("repeat_kv", ("torch.repeat_interleave", "transformer")),
     "ex5_swiglu": Forbid("swiglu", ("transformer",)),

@@ -10,7 +10,7 @@ NOTEBOOKS := $(wildcard notebooks/*.ipynb)
 PYTEST_WORKERS ?= 2
 export PYTHONHASHSEED := 0
 
-.PHONY: help env system book lint test test-fast nbval notebooks exercises lab grade bench pretrained clean
+.PHONY: help env system book lint test test-fast nbval notebooks exercises lab grade gradebook bench pretrained clean
 
 help:
 	@echo "make book    create $(VENV), build the HTML book, print where it is"
@@ -18,6 +18,7 @@ help:
 	@echo "make lint    ruff on the package, tests, benchmarks, tools and grader (configured in pyproject.toml)"
 	@echo "make lab     open JupyterLab here: the chapters in notebooks/, the exercises in exercises/"
 	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder> [JOBS=n]   grade a folder of <student>.ipynb, each in a sandbox"
+	@echo "make gradebook   join every graded assignment in grading/ per student: grading/course.csv and course.html"
 	@echo "make bench   time the package against PyTorch; writes _build/bench/results.json"
 	@echo "make notebooks   re-execute the chapters and store their outputs (authors only)"
 	@echo "make exercises   regenerate exercises/ from solutions/ with nbgrader (authors only)"
@@ -101,6 +102,10 @@ grade: $(ENV_STAMP) $(ASSETS_STAMP) system
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }
 	$(PY) -m grader "$(ASSIGNMENT)" "$(SUBMISSIONS)" $(if $(JOBS),--jobs "$(JOBS)")
+
+# The term at a glance, from every grading/<id>/ that holds a gradebook (see book/instructors.md).
+gradebook: $(ENV_STAMP)
+	$(PY) -m grader.course
 
 clean:
 	rm -rf _build grading

@@ -1,0 +1,380 @@
+"""The term at a glance: every graded assignment joined per student, in ``grading/course.csv``, and a page with
+a picture of the class over the term, ``grading/course.html``.
+
+``python -m grader.course [--grading DIR] [--out DIR]`` (or ``make gradebook``). An assignment counts once its
+grading run has left ``grading/<id>/_nbgrader/gradebook.db``; its scores are read from that gradebook, so points
+entered by hand show. Names, platform ids, lateness and flags come from its ``grades.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import csv
+import html
+import io
+import sqlite3
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.report import clean
+from tools.paths import ROOT, assignments
+
+# The page draws a heat map of students x assignments for a class of at most this many students: beyond it the
+# rows are too thin to read (the table below the picture holds every value at any size).
+HEATMAP_MAX_STUDENTS = 40
+COUNTS = ("total", "max_total", "percent", "submitted", "late", "flagged")
+
+
+class NothingGraded(LookupError):
+    """No ``<grading>/<id>/_nbgrader/gradebook.db`` holds a graded assignment."""
+
+
+@dataclass
+class Entry:
+    """One student's graded submission of one assignment."""
+
+    student: str
+    score: float
+    name: str = ""
+    platform: str = ""
+    platform_id: str = ""
+    late: bool = False
+    flagged: bool = False
+
+
+@dataclass
+class Graded:
+    """One assignment as its grading run left it."""
+
+    assignment: str
+    max_score: float
+    entries: list[Entry] = field(default_factory=list)
+
+
+def graded(grading: Path) -> list[Graded]:
+    """The course's assignments that ``grading`` holds a gradebook of, in course order."""
+    found = []
+    for assignment in assignments():
+        db = grading / assignment / "_nbgrader" / "gradebook.db"
+        if db.is_file() and _is_gradebook(db) and (book := _gradebook(db, assignment)) is not None:
+            found.append(Graded(assignment, book[0], _entries(grading / assignment, book[1])))
+    return found
+
+
+def _is_gradebook(db: Path) -> bool:
+    """Whether ``db`` is an sqlite file with nbgrader's tables, read without writing (nbgrader would make an empty
+    or foreign file into a new gradebook); if not, a note."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)) as con:
+            if con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'assignment'").fetchone():
+                return True
+    except sqlite3.DatabaseError:
+        pass
+    print(f"skipped {db}: not a gradebook of nbgrader's", file=sys.stderr)
+    return False
+
+
+def _gradebook(db: Path, assignment: str) -> tuple[float, dict[str, float]] | None:
+    """(max score, {student: score}) from nbgrader's gradebook, whose ``score`` of a cell is the manual score when
+    one was entered; None (and a note) when it holds no such assignment or cannot be read."""
+    from nbgrader.api import Gradebook, MissingEntry
+    from sqlalchemy.exc import SAWarning, SQLAlchemyError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SAWarning)  # nbgrader's own session noise
+            with Gradebook(f"sqlite:///{db}") as gb:
+                found = gb.find_assignment(assignment)
+                return float(found.max_score), {s.student.id: float(s.score) for s in found.submissions}
+    except MissingEntry:
+        print(f"skipped {db}: it holds no assignment {assignment} (its grading run did not start)", file=sys.stderr)
+    except SQLAlchemyError as exc:
+        print(f"skipped {db}: nbgrader cannot read it now ({type(exc).__name__}); try again", file=sys.stderr)
+    return None
+
+
+def _entries(folder: Path, scores: dict[str, float]) -> list[Entry]:
+    """One entry per student with a graded submission: every student of the gradebook, with the gradebook's score,
+    and a ``graded`` row of grades.csv that never reached it (a file that could not be read), with the CSV's."""
+    rows = {}
+    for row in _csv_rows(folder / "grades.csv"):
+        if row.get("status", "graded") == "graded":
+            rows[row.get("student", "")] = row
+    by_clean = {clean(s): s for s in scores}  # grades.csv holds the ids cleaned
+    entries = []
+    for student in [*scores, *(s for s in rows if s and s not in by_clean)]:
+        row = rows.get(clean(student), {})
+        score = scores[student] if student in scores else _number(row.get("score"))
+        entries.append(Entry(student, score, row.get("name", ""), row.get("platform", ""),
+                             (row.get("platform_id") or "").strip(), _true(row.get("late")),
+                             bool((row.get("flags") or "").strip())))
+    return entries
+
+
+def _csv_rows(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    with open(path, newline="", encoding="utf-8") as f:
+        return [{k: v or "" for k, v in row.items() if k is not None} for row in csv.DictReader(f)]
+
+
+def _number(text) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def _true(text) -> bool:
+    return str(text).strip().lower() in ("true", "1", "yes")
+
+
+def join(grading: Path) -> list[dict]:
+    """One row per student over the term: the columns of course.csv, text cleaned for a spreadsheet, numbers as
+    numbers, a score None where the student has no graded submission (students are matched as ``_matched`` says).
+    Raises NothingGraded when ``grading`` holds no graded assignment."""
+    return _join(_term(grading))
+
+
+def _term(grading: Path) -> list[Graded]:
+    if not (term := graded(grading)):
+        raise NothingGraded(f"no graded assignment in {grading}: expected {grading}/<assignment>/_nbgrader/"
+                            f"gradebook.db for an assignment such as {assignments()[0]} (run make grade first)")
+    return term
+
+
+def _join(term: list[Graded]) -> list[dict]:
+    max_total = sum(g.max_score for g in term)
+    people: dict[tuple, dict] = {}
+    for g, entry in _matched(term):
+        person = people.setdefault(entry[0], {"scores": {}, "late": 0, "flagged": 0})
+        e = entry[1]
+        if g.assignment in person["scores"]:
+            print(f"{g.assignment}: two graded submissions of {e.student!r}; kept the first", file=sys.stderr)
+            continue
+        person["scores"][g.assignment] = e.score
+        person["late"] += e.late
+        person["flagged"] += e.flagged
+        person["student"], person["name"] = e.student, e.name or person.get("name", "")
+        person["platform_id"] = e.platform_id or person.get("platform_id", "")
+    rows = [_row(p, term, max_total) for p in people.values()]
+    return sorted(rows, key=lambda r: (r["student"].casefold(), r["student"], r["name"]))
+
+
+def _matched(term: list[Graded]) -> list[tuple[Graded, tuple[tuple, Entry]]]:
+    """(assignment, (person key, entry)) for every entry, in course order. A platform id that names the student for
+    the whole term (Canvas's user id, nbgrader's student) is the key; an entry without one joins the one person
+    seen with its student id and such a platform id, if there is one; else a Moodle entry joins by the full name
+    Moodle wrote, if no two Moodle entries of one assignment share it; else the student id is the key."""
+    by_id: dict[str, set[tuple]] = {}
+    for g in term:
+        for e in g.entries:
+            if _lasting(e):
+                by_id.setdefault(e.student, set()).add(("platform", e.platform, e.platform_id))
+    names = _moodle_names(term)
+    out = []
+    for g in term:
+        for e in g.entries:
+            seen = by_id.get(e.student, set())
+            key = (("platform", e.platform, e.platform_id) if _lasting(e) else next(iter(seen)) if len(seen) == 1
+                   else ("moodle", e.name) if e.platform == "moodle" and names.get(e.name) else ("student", e.student))
+            out.append((g, (key, e)))
+    return out
+
+
+def _lasting(e: Entry) -> bool:
+    """Whether ``e``'s platform id names its student in every assignment: not Moodle's participant id (one per
+    assignment and student, its ``assign_user_mapping``), nor Canvas's anonymous ``anon_...`` (one per submission)."""
+    return bool(e.platform_id) and e.platform != "moodle" and not e.platform_id.startswith("anon_")
+
+
+def _moodle_names(term: list[Graded]) -> dict[str, bool]:
+    """Moodle's full names -> whether they may join a student's entries (no two entries of one assignment have it)."""
+    ok: dict[str, bool] = {}
+    for g in term:
+        counts: dict[str, int] = {}
+        for e in g.entries:
+            if e.platform == "moodle" and e.name and not _lasting(e):
+                counts[e.name] = counts.get(e.name, 0) + 1
+        for name, n in counts.items():
+            if n > 1 and ok.get(name, True):
+                print(f"{g.assignment}: {n} Moodle students are named {clean(name)!r}: their rows are not joined by "
+                      "name (join them by hand)", file=sys.stderr)
+            ok[name] = ok.get(name, True) and n == 1
+    return ok
+
+
+def _row(person: dict, term: list[Graded], max_total: float) -> dict:
+    total = sum(person["scores"].values())
+    row = {"student": clean(person["student"]), "name": clean(person["name"]),
+           "platform_id": clean(person["platform_id"])}
+    row.update({g.assignment: person["scores"].get(g.assignment) for g in term})
+    row.update(total=total, max_total=max_total, percent=round(100 * total / max_total, 1) if max_total else None,
+               submitted=len(person["scores"]), late=person["late"], flagged=person["flagged"])
+    return row
+
+
+def write(grading: Path, out: Path) -> tuple[Path, Path]:
+    """Write ``out/course.csv`` and ``out/course.html`` from the grading runs in ``grading``; their paths."""
+    term = _term(grading)
+    rows = _join(term)
+    out.mkdir(parents=True, exist_ok=True)
+    columns = ["student", "name", "platform_id", *(g.assignment for g in term), *COUNTS]
+    with open(out / "course.csv", "w", newline="", encoding="utf-8") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows({k: _cell(v) for k, v in row.items()} for row in rows)
+    (out / "course.html").write_text(page(rows, term), encoding="utf-8")
+    return out / "course.csv", out / "course.html"
+
+
+def _cell(value) -> str:
+    """A CSV or table cell: a number without float noise, nothing for None, text as it is (cleaned already)."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return f"{round(value, 3):g}"
+    return str(value)
+
+
+def page(rows: list[dict], term: list[Graded]) -> str:
+    """The class over the term: the picture (an embedded PNG with its alt text) and the table, one offline page."""
+    png, alt = picture(rows, term)
+    columns = ["student", "name", "platform_id", *(g.assignment for g in term), *COUNTS]
+    out_of = {g.assignment: f" <small>(of {_cell(g.max_score)})</small>" for g in term}
+    heads = "".join(f"<th scope='col'>{html.escape(c)}{out_of.get(c, '')}</th>" for c in columns)
+    body = "".join(_table_row(r, columns) for r in rows)
+    mean = sum(r["percent"] or 0 for r in rows) / len(rows) if rows else 0
+    title = "The class over the term"
+    heat = "; below, each student's percent per assignment" if 0 < len(rows) <= HEATMAP_MAX_STUDENTS else ""
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
+            f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_STYLE}</style></head>"
+            f"<body><main><h1>{title}</h1>"
+            f"<p>{len(rows)} student(s), {len(term)} assignment(s) graded so far, out of "
+            f"{_cell(sum(g.max_score for g in term))} points; the students' mean is {mean:.1f}%.</p>"
+            f"<figure><img src='data:image/png;base64,{base64.b64encode(png).decode()}' alt='{html.escape(alt)}'>"
+            f"<figcaption>Per assignment (by its number): the spread of the percent scores of the graded "
+            f"submissions and the share of the class that handed it in{heat}. The numbers are in the table."
+            f"</figcaption></figure>"
+            f"<table><caption>Points per assignment (a dash: no graded submission), total and counts"
+            f"</caption><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table></main></body></html>")
+
+
+def _table_row(row: dict, columns: list[str]) -> str:
+    cells = []
+    for c in columns:
+        text = html.escape(_cell(row[c])) if row[c] is not None else "&ndash;<span class='sr'> not submitted</span>"
+        cells.append(f"<th scope='row'>{text}</th>" if c == "student" else f"<td>{text}</td>")
+    return f"<tr>{''.join(cells)}</tr>"
+
+
+_STYLE = ("body{font-family:system-ui,sans-serif;color:#1a1a1a;background:#fff;margin:1.5rem}"
+          "img{max-width:100%;height:auto}table{border-collapse:collapse;font-variant-numeric:tabular-nums}"
+          "th,td{border:1px solid #767676;padding:.25rem .5rem;text-align:right}"
+          "th[scope=row],td:nth-child(2),td:nth-child(3){text-align:left}thead th{background:#e8e8e8}"
+          "tbody tr:nth-child(even){background:#f4f4f4}caption{text-align:left;font-weight:bold;margin:.5rem 0}"
+          ".sr{position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)}")
+
+
+def _percents(rows: list[dict], g: Graded) -> list[float]:
+    return [100 * r[g.assignment] / g.max_score if g.max_score else 0.0
+            for r in rows if r[g.assignment] is not None]
+
+
+def picture(rows: list[dict], term: list[Graded]) -> tuple[bytes, str]:
+    """(PNG, alt text): per assignment the spread of percent scores (box plot) and the share of the class that
+    handed it in; with a class of at most HEATMAP_MAX_STUDENTS, each student's percent per assignment."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [g.assignment.split("_")[0] for g in term]
+    spread = [_percents(rows, g) for g in term]
+    heat = 0 < len(rows) <= HEATMAP_MAX_STUDENTS
+    heights = [3, 1.5, 0.25 * len(rows) + 1] if heat else [3, 1.5]
+    fig, axes = plt.subplots(len(heights), 1, figsize=(max(7, 0.7 * len(term) + 3), 1.4 * sum(heights)),
+                             height_ratios=heights)
+    _boxes(axes[0], spread, labels)
+    rates = [100 * len(s) / len(rows) if rows else 0.0 for s in spread]
+    bars = axes[1].bar(range(len(term)), rates, color="#2f5f98")
+    axes[1].bar_label(bars, labels=[f"{len(s)}/{len(rows)}" for s in spread], padding=2)
+    axes[1].set(ylim=(0, 115), yticks=[0, 50, 100], ylabel="% of the class", xticks=range(len(term)),
+                xticklabels=labels, xlabel="assignment", title="Share of the class with a graded submission")
+    if heat:
+        _heat_map(fig, axes[2], rows, term, labels)
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100)
+    plt.close(fig)
+    return buffer.getvalue(), _alt(rows, term, spread, heat)
+
+
+def _boxes(ax, spread: list[list[float]], labels: list[str]) -> None:
+    ax.boxplot([s or [float("nan")] for s in spread], positions=range(len(spread)), widths=0.5)
+    for i, s in enumerate(spread):
+        ax.plot([i] * len(s), s, "o", color="#2f5f98", alpha=0.5, markersize=4)
+    ax.set(ylim=(-5, 105), ylabel="percent of the points", xticks=range(len(spread)), xticklabels=labels,
+           xlabel="assignment", title="Percent scores per assignment (graded submissions)")
+
+
+def _heat_map(fig, ax, rows: list[dict], term: list[Graded], labels: list[str]) -> None:
+    import numpy as np
+
+    values = np.array([[100 * r[g.assignment] / g.max_score if r[g.assignment] is not None and g.max_score
+                        else np.nan for g in term] for r in rows])
+    shown = ax.imshow(values, aspect="auto", cmap="viridis", vmin=0, vmax=100, interpolation="nearest")
+    ax.set_facecolor("#d9d9d9")  # no graded submission
+    for (i, j), value in np.ndenumerate(values):
+        if not np.isnan(value):
+            ax.text(j, i, f"{value:.0f}", ha="center", va="center", color=_ink(shown.cmap(value / 100)))
+    names = [r["student"][:24].replace("$", r"\$") for r in rows]  # a $ would start matplotlib's math text
+    ax.set(xticks=range(len(term)), xticklabels=labels, yticks=range(len(rows)), yticklabels=names,
+           xlabel="assignment", title="Percent per student and assignment (grey: no graded submission)")
+    fig.colorbar(shown, ax=ax, label="percent", fraction=0.03, pad=0.02)
+
+
+def _ink(rgba) -> str:
+    """Black or white, whichever contrasts more with the colour ``rgba`` (WCAG's relative luminance)."""
+    r, g, b = (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3])
+    luminance = 0.2126 * r + 0.7152 * g + 0.0722 * b
+    return "#000000" if (luminance + 0.05) / 0.05 >= 1.05 / (luminance + 0.05) else "#ffffff"
+
+
+def _alt(rows: list[dict], term: list[Graded], spread: list[list[float]], heat: bool) -> str:
+    """What the picture shows, with its numbers: each assignment's median, range and submissions."""
+    parts = []
+    for g, s in zip(term, spread, strict=True):
+        ordered = sorted(s)
+        middle = (ordered[(len(s) - 1) // 2] + ordered[len(s) // 2]) / 2 if s else None
+        spread_text = f"median {middle:.0f}%, lowest {ordered[0]:.0f}%, highest {ordered[-1]:.0f}%, " if s else ""
+        parts.append(f"{g.assignment}: {spread_text}{len(s)} of {len(rows)} handed in")
+    heat_text = (" A heat map shows each student's percent on each assignment, rows in the order of the table." if heat
+                 else f" No heat map: the class has more than {HEATMAP_MAX_STUDENTS} students; the table holds "
+                 "every value.")
+    return (f"Box plots of the percent scores of {len(rows)} students on each of the {len(term)} graded assignments, "
+            f"and the share of the class that handed each in. " + "; ".join(parts) + "." + heat_text)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m grader.course",
+                                     description="Join every graded assignment into course.csv and course.html.")
+    parser.add_argument("--grading", type=Path, default=ROOT / "grading", help="the grading runs' folder "
+                        "(default: grading/), holding <assignment>/_nbgrader/gradebook.db")
+    parser.add_argument("--out", type=Path, help="where course.csv and course.html go (default: the grading folder)")
+    args = parser.parse_args(argv)
+    try:
+        csv_path, html_path = write(args.grading, args.out or args.grading)
+    except NothingGraded as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    print(f"wrote {csv_path} and {html_path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -26,6 +26,7 @@ reported), every answer cell from the student, matched by its id.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 import re
@@ -59,6 +60,7 @@ class Submission:
     late: bool = False            # Canvas's LATE marker
     attempt: int = 0              # Canvas's -1, -2 resubmission suffix
     status: str = "graded"        # graded (to be graded), superseded or not read
+    digest: str = ""              # sha256 of the bytes read, once read_notebook has read them
     # how its bytes are read, set by gather; not a field, so that asdict, replace and copies never carry an open zip
     reader = None
 
@@ -223,6 +225,7 @@ def read_notebook(sub: Submission):
     except Unreadable as exc:
         sub.note(f"not read: {exc}")
         return None
+    sub.digest = hashlib.sha256(raw).hexdigest()  # what was graded: a saved result is reused for these bytes only
     if len(raw) > MAX_FILE_BYTES:
         sub.note(f"not graded: the file is larger than {MAX_FILE_BYTES // 2**20} MiB")
         return None

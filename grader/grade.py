@@ -1,8 +1,9 @@
 """Grade a class: collect -> sandboxed run -> verdicts -> gradebook -> feedback -> report.
 
-Every submission runs in its own sandbox (``grader/sandbox.py``), ``jobs`` at a time; the verdicts,
-the gradebook, the feedback pages and the report are made here, outside every sandbox. Each
-submission's result is saved as soon as it is ready, so a run that stops loses nothing already graded.
+Every submission runs in its own sandbox (``grader/sandbox.py``), ``jobs`` at a time, and its worker returns
+its final verdicts. The gradebook, the feedback pages and the report are made here, outside every sandbox.
+Each submission's result is saved as soon as it is ready (``grader/results.py``), so a run that stops loses
+nothing already graded, ``--resume`` finishes it, and ``--only`` grades some students again and keeps the rest.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import os
 import secrets
 import shutil
 import sys
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from grader import collect, feedback, gradebook, hidden, report, sandbox, workers
+from grader import collect, feedback, gradebook, hidden, report, results, sandbox, workers
 from grader.forbidden import findings
 from grader.kernel import READY_S
+from grader.progress import Progress
 from grader.run import grade_in_sandbox
 from tools.env import venv_env
 from tools.paths import ROOT, assignments, kernel_read_roots, notebook_path
@@ -30,9 +32,28 @@ SECRET_ENV = "GRADER_SECRET"  # the course's secret, from which each assignment'
 DEADLINE_GRACE = 2 * READY_S + 60
 
 
+@dataclass
+class Options:
+    """How to grade: see ``python -m grader --help``."""
+
+    timeout: int | None = None        # seconds a cell may run (default: nbgrader_config.py)
+    jobs: int | None = None           # submissions graded at once (default: one per core)
+    budget: int | None = None         # seconds one submission may take in all (default: ten cell timeouts)
+    seed: int | None = None           # the hidden inputs' seed (default: the secret's, the last run's, or fresh)
+    secret_file: Path | None = None   # the course's secret
+    forbidden: str = "flag"           # "flag" or "zero"
+    only: tuple[str, ...] = ()        # grade these students again, keep everyone else's saved result
+    resume: bool = False              # finish a run that stopped: reuse the results of the same seed
+    quiet: bool = False               # no progress, no lines as it goes; the closing summary only
+    export: tuple[str, Path] | None = None  # ("canvas" | "moodle", the file the platform exported)
+    column: str | None = None         # the platform's gradebook column (default: the one naming the assignment)
+    similar: float | None = None      # pairs at least this alike are listed (default: similarity.THRESHOLD)
+
+
 def run_one(assignment: str, text: str, seed: int, box: Path, timeout: float, budget: float,
-            max_points: dict[str, float], watch: dict) -> dict:
-    """Steps 2 and 3 for one rebuilt notebook, in a worker: the run in a sandbox, each reply judged as it comes."""
+            max_points: dict[str, float], watch: dict, zero: dict) -> dict:
+    """Steps 2 and 3 for one rebuilt notebook, in a worker: the run in a sandbox, each reply judged as it comes,
+    and the final verdicts (``zero``: grade_id -> findings that score it 0, ``--forbidden zero``)."""
     import nbformat
     import torch
 
@@ -40,8 +61,17 @@ def run_one(assignment: str, text: str, seed: int, box: Path, timeout: float, bu
     sandbox.give(box / "out")  # to this process's sandbox uid
     run = grade_in_sandbox(nbformat.reads(text, as_version=4), assignment, seed, box, timeout, budget,
                            kernel_read_roots(sandbox.KERNEL_SIDE), max_points, watch)
-    return {"notebook": nbformat.writes(run.notebook), "problems": run.problems, "sandbox": run.sandbox,
-            "verdicts": run.verdicts, "ran": run.ran}
+    problems, judged = list(run.problems), dict(run.verdicts)
+    for gid, names in run.ran.items():
+        if names:
+            problems.append(f"{gid}: while the hidden tests ran, the kernel reported calls to {', '.join(names)}, "
+                            "which this exercise forbids (reported by your kernel)")
+    for gid, why in zero.items():
+        if gid in judged:
+            judged[gid] = dataclasses.replace(judged[gid], points=0.0, failures=[*judged[gid].failures, *why])
+            problems.append(f"{gid} scored 0: it uses what the exercise forbids (--forbidden zero; see flags)")
+    return {"notebook": nbformat.writes(run.notebook), "problems": problems, "sandbox": run.sandbox,
+            "verdicts": judged}
 
 
 def run_seed(assignment: str, seed: int | None = None, secret_file: Path | None = None) -> tuple[int, str]:
@@ -59,99 +89,187 @@ def run_seed(assignment: str, seed: int | None = None, secret_file: Path | None 
     return secrets.randbits(63), source
 
 
-def _refusal(assignment: str, submissions: Path, secret_file: Path | None = None) -> str | None:
+def _refusal(assignment: str, submissions: Path, opts: Options) -> str | None:
     """Why this run cannot start (a wrong argument, or no sandbox), or None."""
     if not notebook_path("solutions", assignment).exists():
         return f"ASSIGNMENT: expected one of {assignments()}, got {assignment!r}"
-    if not submissions.is_dir():
-        return f"SUBMISSIONS: expected a folder of <student>.ipynb files, got {str(submissions)!r}"
-    if secret_file is not None:
-        if not secret_file.is_file():
-            return f"--secret-file: expected a file holding the course's secret, got {str(secret_file)!r}"
-        if ROOT in secret_file.resolve().parents:
+    if not (submissions.is_dir() or submissions.is_file()):
+        return f"SUBMISSIONS: expected a folder of submissions or a .zip of them, got {str(submissions)!r}"
+    if opts.secret_file is not None:
+        if not opts.secret_file.is_file():
+            return f"--secret-file: expected a file holding the course's secret, got {str(opts.secret_file)!r}"
+        if ROOT in opts.secret_file.resolve().parents:
             return (f"--secret-file: expected a file outside the repository (which is public), got "
-                    f"{str(secret_file)!r}")
+                    f"{str(opts.secret_file)!r}")
+    if opts.only and opts.resume:
+        return "--only and --resume: expected one of them, got both"
+    if opts.export and not opts.export[1].is_file():
+        return f"--export: expected the file {opts.export[0]} exported, got {str(opts.export[1])!r}"
     if not sandbox.unsafe() and (why := sandbox.why_unavailable()):
         return (f"refusing to grade: {why}.\nStudent code must run in a sandbox. To grade anyway, without one, "
                 f"set {sandbox.UNSAFE}=1 (every row is then marked unsandboxed).")
     return None
 
 
-def _fresh(out: Path) -> Path:
-    """Empty the assignment's output folders; nbgrader's work folder."""
+def _folders(out: Path, keep_results: bool) -> Path:
+    """The assignment's output folders: the pages made anew, the results kept only to be reused, the gradebook
+    always kept (hand-entered points live there); nbgrader's work folder."""
+    shutil.rmtree(out / "feedback", ignore_errors=True)
+    if not keep_results:
+        shutil.rmtree(out / "results", ignore_errors=True)
     for name in ("_nbgrader", "feedback", "results"):
-        shutil.rmtree(out / name, ignore_errors=True)
-        (out / name).mkdir(parents=True)
+        (out / name).mkdir(parents=True, exist_ok=True)
     return out / "_nbgrader"
 
 
-def _saver(out: Path, assignment: str, db_url: str, unsafe: bool, sandboxes: dict, zeroed: dict, flagged: dict):
-    """The callback that records one finished submission: gradebook, feedback page, results file.
-    ``zeroed``: student -> {grade_id: findings} scored 0 (``--forbidden zero``); ``flagged``: student -> flags,
-    which the page shows too."""
+def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading", timeout: int | None = None,
+          jobs: int | None = None, budget: int | None = None, seed: int | None = None,
+          secret_file: Path | None = None, forbidden: str = "flag", **more) -> int:
+    """Grade every submission of ``assignment`` in ``submissions`` (a folder or a zip); 0 when the run completed,
+    2 if it cannot start. The options are :class:`Options`'."""
+    opts = Options(timeout, jobs, budget, seed, secret_file, forbidden, **more)
+    if why := _refusal(assignment, submissions, opts):
+        print(why, file=sys.stderr)
+        return 2
+    try:
+        subs = collect.gather(submissions, assignment)
+    except collect.SourceError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    out = out_root / assignment
+    previous = results.previous_run(out)
+    if (opts.only or opts.resume) and opts.seed is None:
+        if previous is None:
+            print(f"{'--only' if opts.only else '--resume'}: expected an earlier run of {assignment} in {out}, "
+                  "found none", file=sys.stderr)
+            return 2
+        opts.seed = int(previous["seed"])
+    if opts.only and (unknown := sorted(set(opts.only) - {s.student for s in subs})):
+        print(f"--only: expected students of this folder, got {unknown}; they are: "
+              f"{sorted(s.student for s in subs)[:50]}", file=sys.stderr)
+        return 2
+    return _grade(assignment, subs, out, opts)
+
+
+def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
     import nbformat
 
-    def done(sub, result: dict) -> None:
-        # 3-5. verdicts (made in the worker, outside the sandbox) -> gradebook -> feedback, saved at once
-        for p in result["problems"]:
+    unsafe = sandbox.unsafe()
+    timeout = opts.timeout or _cell_timeout()
+    budget = opts.budget or 10 * timeout
+    seed, seed_source = run_seed(assignment, opts.seed, opts.secret_file)
+    if opts.seed is not None and (opts.only or opts.resume):
+        seed_source = "the last run's"
+    work = _folders(out, keep_results=bool(opts.only or opts.resume))
+    os.environ["PATH"] = venv_env()["PATH"]
+    try:
+        release_path, db_url, max_points = gradebook.prepare(work, assignment, timeout)
+    except RuntimeError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    release = nbformat.read(release_path, as_version=4)
+    graded = [s for s in subs if s.status == "graded"]
+    ready, saved, flagged, zeroed = _read_all(graded, release, assignment, opts, seed, out / "results")
+    jobs = max(1, min(opts.jobs or default_jobs(), len(ready) or 1))
+    run_info = {"assignment": assignment, "seed": seed, "seed_from": seed_source, "timeout": timeout,
+                "budget": budget, "limits": sandbox.limits_line(), "sandboxed": not unsafe}
+    if not opts.quiet:
+        print(run_info["limits"])
+    report.announce(out, run_info, len(subs), len(ready), len(saved), jobs, opts.quiet)
+    has_mathjax = feedback.copy_mathjax(out / "feedback")
+    progress = Progress(quiet=opts.quiet)
+    progress.start(len(ready))
+    book = _Book(out, assignment, db_url, unsafe, seed, flagged)
+    try:
+        _run_all(assignment, ready, book, progress, jobs, seed=seed, timeout=timeout, budget=budget,
+                 max_points=max_points, zeroed=zeroed)
+    finally:
+        progress.close()
+    run_info.update(graded_s=round(progress.elapsed(), 1), estimate_error=progress.estimate_errors())
+    (out / "run.json").write_text(json.dumps(run_info, indent=1), encoding="utf-8")
+    for sub, record in saved:  # results kept from an earlier run: the gradebook and the page made again
+        book.keep(sub, record)
+    if not opts.only and not opts.resume:
+        gradebook.forget(db_url, assignment, {s.student for s in graded if s.graded})
+    rows = report.rows(out, assignment, subs, max_points, unsafe, book)
+    report.write_csv(out, rows, list(max_points))
+    report.write_summary(out, rows, list(max_points), max_points)
+    from grader import similarity
+
+    pairs = similarity.report(release, book.notebooks, out / "similarity.html",
+                              similarity.THRESHOLD if opts.similar is None else opts.similar)
+    exported = _export(out, rows, assignment, opts) if opts.export else None
+    report.closing(out, rows, max_points, run_info, progress, has_mathjax, pairs, exported, unsafe)
+    return 0
+
+
+class _Book:
+    """The trusted side's record of each graded submission: gradebook, feedback page, saved result."""
+
+    def __init__(self, out: Path, assignment: str, db_url: str, unsafe: bool, seed: int, flagged: dict):
+        self.out, self.assignment, self.db_url, self.unsafe, self.seed = out, assignment, db_url, unsafe, seed
+        self.flagged = flagged            # student -> flags (read statically, by the grader)
+        self.sandboxes: dict = {}         # student -> what the sandbox stopped
+        self.manual: dict = {}            # student -> grade_ids whose points were entered by hand
+        self.notebooks: dict = {}         # student -> the notebook as it ran (for the similarity report)
+
+    def fresh(self, sub, result: dict) -> None:
+        """Steps 3-5 for a submission just graded: its result saved first, then gradebook and page."""
+        record = {"student": sub.student, "file": report.clean(sub.file_name), "digest": sub.digest,
+                  "seed": self.seed, "problems": result["problems"], "sandbox": result["sandbox"],
+                  "flags": self.flagged.get(sub.student, []), "verdicts": result["verdicts"]}
+        results.save(self.out / "results", sub.student, record, result["notebook"])
+        self.keep(sub, {**record, "notebook": result["notebook"]})
+
+    def keep(self, sub, record: dict) -> None:
+        """A submission's result (fresh or saved) into the gradebook, its page and its row."""
+        import nbformat
+
+        for p in record["problems"]:
             sub.note(p)
-        judged = result["verdicts"]
-        for gid, names in result["ran"].items():
-            if names:
-                sub.note(f"{gid}: while the hidden tests ran, the kernel reported calls to {', '.join(names)}, which "
-                         "this exercise forbids (reported by your kernel)")
-        for gid, why in zeroed.get(sub.student, {}).items():
-            if gid in judged:
-                judged[gid] = dataclasses.replace(judged[gid], points=0.0, failures=[*judged[gid].failures, *why])
-                sub.note(f"{gid} scored 0: it uses what the exercise forbids (--forbidden zero; see flags)")
-        sub.points = {gid: v.points for gid, v in judged.items()}
-        sub.score = gradebook.record(db_url, assignment, sub.student, sub.points)
-        sub.graded = True
-        sandboxes[sub.student] = result["sandbox"]
-        nb = nbformat.reads(result["notebook"], as_version=4)
-        notes = [*sub.problems, *(f"read by the grader: {f}" for f in flagged.get(sub.student, []))]
-        page = feedback.page(nb, judged, notes, assignment, sub.student, db_url, sandboxed=not unsafe)
-        (out / "feedback" / f"{sub.student}.html").write_text(page, encoding="utf-8")
-        saved = {"student": sub.student, "file": report.clean(sub.source.name), "score": sub.score,
-                 "points": sub.points, "problems": sub.problems, "sandbox": result["sandbox"],
-                 "failures": {g: v.failures for g, v in judged.items()},
-                 "reported": {g: v.reported for g, v in judged.items()}}
-        (out / "results" / f"{sub.student}.json").write_text(json.dumps(saved, indent=1), encoding="utf-8")
-
-    return done
+        judged = record["verdicts"]
+        held = gradebook.record(self.db_url, self.assignment, sub.student, {g: v.points for g, v in judged.items()})
+        sub.points, sub.score, sub.graded = held.points, held.score, True
+        self.manual[sub.student] = held.manual
+        self.sandboxes[sub.student] = record["sandbox"]
+        self.flagged[sub.student] = record.get("flags", [])
+        nb = nbformat.reads(record["notebook"], as_version=4)
+        self.notebooks[sub.student] = nb
+        notes = [*sub.problems, *(f"read by the grader: {f}" for f in self.flagged[sub.student])]
+        page = feedback.page(nb, judged, notes, self.assignment, sub.student, self.db_url, sandboxed=not self.unsafe)
+        (self.out / "feedback" / f"{sub.student}.html").write_text(page, encoding="utf-8")
 
 
-def _rows(out: Path, assignment: str, subs: list, max_points: dict, unsafe: bool, sandboxes: dict,
-          flagged: dict) -> list[dict]:
-    """One grades.csv row per submission; a submission that never ran gets its problem page."""
-    total, rows = sum(max_points.values()), []
+def _cell_timeout() -> int:
+    """nbgrader_config.py's ``c.Execute.timeout``."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    return int(PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config().Execute.timeout)
+
+
+def _read_all(subs: list, release, assignment: str, opts: Options, seed: int, saved_in: Path):
+    """Step 1 for every submission: (submission, rebuilt notebook text) of those to grade now, (submission, saved
+    result) of those whose result is reused (``--only``, ``--resume``), their flags, and (``--forbidden zero``) the
+    exercises their flags score 0."""
+    import nbformat
+
+    ready, saved, flagged, zeroed = [], [], {}, {}
     for sub in subs:
-        if not sub.graded:
-            sub.note("no exercise could be graded: score 0")
-            (out / "feedback" / f"{sub.student}.html").write_text(
-                feedback.problem_page(sub.student, assignment, sub.problems), encoding="utf-8")
-        row = {"student": sub.student, "file": sub.source.name, "max_score": total, "score": sub.score,
-               "problems": report.clean("; ".join(sub.problems)), "sandbox": "UNSANDBOXED" if unsafe else
-               report.clean("; ".join(sandboxes.get(sub.student, []))),
-               "flags": report.clean("; ".join(flagged.get(sub.student, [])))}
-        row.update({c: sub.points.get(c, 0.0) for c in max_points})
-        rows.append(row)
-    return rows
-
-
-def _summary(rows: list[dict], unsafe: bool, has_mathjax: bool, seconds_each: float | None, run_info: dict) -> None:
-    if not has_mathjax:
-        print("note: the book's MathJax is not installed (npm ci), so feedback pages show formulas as TeX")
-    if seconds_each is not None:
-        print(f"{seconds_each:.1f} s per submission")
-    attention = [r for r in rows if r["problems"] or r["flags"] or (r["sandbox"] and not unsafe)]
-    print(f"{len(attention)} of {len(rows)} submission(s) need your attention: see the problems, sandbox and "
-          f"flags columns" if attention else "every submission was graded cleanly")
-    if unsafe:
-        print(f"WARNING: graded without a sandbox ({sandbox.UNSAFE}=1): student code ran with your privileges")
-    print(f"hidden inputs drawn from seed {run_info['seed']} ({run_info['seed_from']}); to grade again with the same "
-          f"questions: --seed {run_info['seed']}")
-    print(run_info["limits"])
+        if (rebuilt := collect.prepare(sub, release)) is None:
+            continue
+        reuse = None
+        if opts.resume or (opts.only and sub.student not in opts.only):
+            reuse = results.reusable(saved_in, sub.student, sub.digest, seed if opts.resume else None)
+        if reuse is not None:
+            saved.append((sub, reuse))
+            continue
+        if opts.only and sub.student not in opts.only:
+            sub.note("graded again with --only: its file changed since the last run, or it had no saved result")
+        found = findings(rebuilt, assignment)  # never raises: what it cannot read is a finding of its own
+        flagged[sub.student] = [f.text for f in found]
+        zeroed[sub.student] = _to_zero(found) if opts.forbidden == "zero" else {}
+        ready.append((sub, nbformat.writes(rebuilt)))
+    return ready, saved, flagged, zeroed
 
 
 def _to_zero(found: list) -> dict[str, list[str]]:
@@ -163,104 +281,44 @@ def _to_zero(found: list) -> dict[str, list[str]]:
     return out
 
 
-def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading", timeout: int | None = None,
-          jobs: int | None = None, budget: int | None = None, seed: int | None = None,
-          secret_file: Path | None = None, forbidden: str = "flag") -> int:
-    """Grade every submission of ``assignment`` in ``submissions``; 0 when the run completed, 2 if it cannot start.
-
-    ``budget``: seconds one submission may take in all (default ten cell timeouts); ``seed``: the hidden inputs'
-    seed of an earlier run to grade again (default: from the course's secret, else fresh); ``forbidden="zero"``
-    scores 0 every exercise whose cells use what it forbids (default: flag it only).
-    """
-    import nbformat
-
-    if why := _refusal(assignment, submissions, secret_file):
-        print(why, file=sys.stderr)
-        return 2
-    unsafe = sandbox.unsafe()
-    print(sandbox.limits_line())
-    timeout = timeout or _cell_timeout()
-    budget = budget or 10 * timeout
-    seed, seed_source = run_seed(assignment, seed, secret_file)
-    # 1. collect
-    out = out_root / assignment
-    work = _fresh(out)
-    os.environ["PATH"] = venv_env()["PATH"]
-    try:
-        release_path, db_url, max_points = gradebook.prepare(work, assignment, timeout)
-    except RuntimeError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    release = nbformat.read(release_path, as_version=4)
-    subs = collect.assign_ids(collect.find(submissions, assignment), assignment)
-    jobs = max(1, min(jobs or default_jobs(), len(subs) or 1))
-    run_info = {"assignment": assignment, "seed": seed, "seed_from": seed_source, "timeout": timeout,
-                "budget": budget, "limits": sandbox.limits_line(), "sandboxed": not unsafe}
-    _announce(out, run_info, len(subs), jobs)
-    started = time.perf_counter()
-    ready, flagged, zeroed = _read_all(subs, release, assignment, forbidden)
-    has_mathjax = feedback.copy_mathjax(out / "feedback")
-    sandboxes: dict = {}
-    # 2. sandboxed runs (and 3-5 for each as it finishes)
-    save = _saver(out, assignment, db_url, unsafe, sandboxes, zeroed, flagged)
-    _run_all(assignment, ready, save, jobs, seed=seed, timeout=timeout, budget=budget, max_points=max_points)
-    elapsed = time.perf_counter() - started
-    # 6. report
-    rows = _rows(out, assignment, subs, max_points, unsafe, sandboxes, flagged)
-    report.write_csv(out, rows, list(max_points))
-    report.print_table(rows)
-    report.write_summary(out, rows, list(max_points), max_points)
-    print(f"\nwrote {out / 'grades.csv'}, {out / 'summary.png'} and {len(rows)} page(s) in {out / 'feedback'}")
-    _summary(rows, unsafe, has_mathjax, elapsed / len(subs) if subs else None, run_info)
-    return 0
-
-
-def _announce(out: Path, run_info: dict, n: int, jobs: int) -> None:
-    """The run's settings, printed and saved in ``run.json`` (the seed, to grade again with the same questions)."""
-    where = "each in its own sandbox" if run_info["sandboxed"] else "WITHOUT a sandbox"
-    print(f"Grading {n} submission(s) of {run_info['assignment']} (each cell stopped after {run_info['timeout']} s, "
-          f"each submission after {run_info['budget']} s in all, {jobs} at a time, {where}) ...")
-    (out / "run.json").write_text(json.dumps(run_info, indent=1), encoding="utf-8")
-
-
-def _cell_timeout() -> int:
-    """nbgrader_config.py's ``c.Execute.timeout``."""
-    from traitlets.config.loader import PyFileConfigLoader
-
-    return int(PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config().Execute.timeout)
-
-
-def _read_all(subs: list, release, assignment: str, forbidden: str) -> tuple[list, dict, dict]:
-    """Step 1 for every submission: (submission, rebuilt notebook text) of those that could be read, their flags,
-    and (``forbidden="zero"``) the exercises their flags score 0."""
-    import nbformat
-
-    ready, flagged, zeroed = [], {}, {}
-    for sub in subs:
-        if (rebuilt := collect.prepare(sub, release)) is not None:
-            found = findings(rebuilt, assignment)  # never raises: what it cannot read is a finding of its own
-            flagged[sub.student] = [f.text for f in found]
-            zeroed[sub.student] = _to_zero(found) if forbidden == "zero" else {}
-            ready.append((sub, nbformat.writes(rebuilt)))
-    return ready, flagged, zeroed
-
-
-def _run_all(assignment: str, ready: list, save, jobs: int, **settings) -> None:
-    """Step 2 for every read submission on ``jobs`` workers, each result saved as it arrives (``save``)."""
+def _run_all(assignment: str, ready: list, book: _Book, progress: Progress, jobs: int, zeroed: dict,
+             **settings) -> None:
+    """Step 2 for every read submission on ``jobs`` workers, each result recorded as it arrives."""
     watch = {gid: tuple(f.names) for gid, f in getattr(hidden.module_for(assignment), "FORBIDS", {}).items()}
     by_key = {i: sub for i, (sub, _) in enumerate(ready)}
-    jobs_list = [(i, {"assignment": assignment, "text": text, "watch": watch, **settings})
-                 for i, (_, text) in enumerate(ready)]
+    jobs_list = [(i, {"assignment": assignment, "text": text, "watch": watch, "zero": zeroed[sub.student],
+                      **settings}) for i, (sub, text) in enumerate(ready)]
 
     def done(key, result):
         try:
-            save(by_key[key], result)
+            book.fresh(by_key[key], result)
         except Exception as exc:  # noqa: BLE001 - a result that cannot be saved is that submission's problem
             by_key[key].note(f"its result could not be saved: {type(exc).__name__}")
+        progress.advance(report.attention_line(by_key[key], book))
+
+    def failed(key, why):
+        by_key[key].note(why)
+        progress.advance(report.attention_line(by_key[key], book))
 
     # the budget bounds the kernel's work; the deadline is the last guard, against a fault of the grader's own side
     deadline = settings["budget"] + DEADLINE_GRACE + settings["timeout"]
-    workers.run_all(jobs_list, run_one, jobs, done, lambda key, why: by_key[key].note(why), deadline=deadline)
+    workers.run_all(jobs_list, run_one, jobs, done, failed, deadline=deadline)
+
+
+def _export(out: Path, rows: list[dict], assignment: str, opts: Options) -> dict | None:
+    """Grades back to the platform (``--export``) and the pages bundled for return; None if it failed (said)."""
+    from grader import platforms
+
+    kind, path = opts.export
+    try:
+        exported = platforms.export(kind, path, rows, assignment, out, opts.column)
+    except ValueError as exc:
+        print(f"--export {kind}: {exc}", file=sys.stderr)
+        return None
+    platforms.bundle_feedback(out, rows)
+    if kind == "moodle":
+        platforms.moodle_feedback_files(out, rows)
+    return exported
 
 
 def default_jobs() -> int:

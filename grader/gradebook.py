@@ -1,13 +1,15 @@
 """Step 4: the gradebook. nbgrader keeps the assignment and the scores; the grader writes them itself.
 
-``prepare`` has nbgrader release the assignment into a fresh course folder (which also fills the
+``prepare`` has nbgrader release the assignment into the run's course folder (which also fills the
 gradebook with its grade cells and their points). ``record`` writes one submission's points, as
-decided by the verdicts, and reads the total back.
+decided by the verdicts, and reads back what the gradebook holds: the gradebook is kept from run to run,
+so points an instructor entered by hand (nbgrader's manual scores) stay through a regrade.
 """
 
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 from tools import nbmeta
@@ -38,19 +40,64 @@ def _cell_order(path: Path) -> list[str]:
     return [nbmeta.grade_id(c) for c in nb.cells if nbmeta.is_graded(c)]
 
 
-def record(db_url: str, assignment: str, student: str, points: dict[str, float]) -> float:
-    """Write ``points`` (grade_id -> score) as the submission's autograded scores; the total."""
+@dataclass
+class Recorded:
+    """One submission as the gradebook holds it: points per cell, hand-entered ones included."""
+
+    score: float
+    points: dict[str, float]   # grade_id -> the cell's score (the manual score where an instructor gave one)
+    manual: list[str]          # grade_ids whose points were entered by hand
+
+
+def record(db_url: str, assignment: str, student: str, points: dict[str, float]) -> Recorded:
+    """Write ``points`` (grade_id -> score) as the submission's autograded scores and read it back.
+
+    A cell's manual score (entered by an instructor: ``python -m grader.manual`` or nbgrader's formgrader) is
+    kept: nbgrader's score of a cell is its manual score when there is one.
+    """
     from nbgrader.api import Gradebook, MissingEntry
 
     with Gradebook(db_url) as gb:
         gb.update_or_create_student(student)
         try:
-            gb.remove_submission(assignment, student)
+            gb.find_submission(assignment, student)
         except MissingEntry:
-            pass
-        gb.add_submission(assignment, student)
+            gb.add_submission(assignment, student)
         for gid, score in points.items():
-            grade = gb.find_grade(gid, assignment, assignment, student)
-            grade.auto_score = float(score)
+            gb.find_grade(gid, assignment, assignment, student).auto_score = float(score)
         gb.db.commit()
-        return float(gb.find_submission_notebook(assignment, assignment, student).score)
+        return _read(gb, assignment, student)
+
+
+def _read(gb, assignment: str, student: str) -> Recorded:
+    nb = gb.find_submission_notebook(assignment, assignment, student)
+    grades = {g.name: g for g in nb.grades}
+    return Recorded(float(nb.score), {gid: float(g.score) for gid, g in grades.items()},
+                    sorted(gid for gid, g in grades.items() if g.manual_score is not None))
+
+
+def set_manual(db_url: str, assignment: str, student: str, grade_id: str, points: float | None) -> Recorded:
+    """An instructor's points for one cell of one submission (None: back to the autograded score)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with Gradebook(db_url) as gb:
+        try:
+            grade = gb.find_grade(grade_id, assignment, assignment, student)
+        except MissingEntry:
+            raise ValueError(f"no graded cell {grade_id!r} for student {student!r} in {assignment}") from None
+        if points is not None and not 0 <= points <= grade.max_score:
+            raise ValueError(f"points: expected a number from 0 to {grade.max_score:g}, got {points:g}")
+        grade.manual_score = None if points is None else float(points)
+        gb.db.commit()
+        return _read(gb, assignment, student)
+
+
+def forget(db_url: str, assignment: str, keep: set[str]) -> list[str]:
+    """Remove the submissions of students not in ``keep`` (no longer in the class's folder); their ids."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(db_url) as gb:
+        gone = [s.student.id for s in gb.find_assignment(assignment).submissions if s.student.id not in keep]
+        for student in gone:
+            gb.remove_submission(assignment, student)
+        return gone

@@ -75,8 +75,11 @@ def test_columns(graded):
     _, rows, _ = graded
     cols = list(next(iter(rows.values())))
     assert cols[:3] == ["student", "score", "max_score"]
-    assert cols[3:-4] == ["ex1_flying_arrows", "ex2_attention", "ex3_causal_mask", "ex4_self_attention"]
-    assert cols[-4:] == ["problems", "sandbox", "flags", "file"]
+    tail = ["status", "late", "platform", "platform_id", "name", "attempt", "manual", "problems", "sandbox", "flags",
+            "file"]
+    assert cols[3:-len(tail)] == ["ex1_flying_arrows", "ex2_attention", "ex3_causal_mask", "ex4_self_attention"]
+    assert cols[-len(tail):] == tail
+    assert {r["status"] for r in rows.values()} == {"graded"} and {r["platform"] for r in rows.values()} == {"folder"}
 
 
 def test_scores(graded):
@@ -134,10 +137,14 @@ def test_one_worker_on_nbgraders_layout_grades_exactly_like_two_on_a_folder_at_t
     assert code1 == 0, stdout1
     rows1 = read_grades(out1)
     assert "1 at a time" in stdout1 and "2 at a time" in proc.stdout
-    assert {s: r["file"] for s, r in rows1.items()} == dict.fromkeys(rows, f"{A}.ipynb")
-    assert {s: {**r, "file": ""} for s, r in rows1.items()} == {s: {**r, "file": ""} for s, r in rows.items()}
-    assert sorted(p.name for p in (out1 / "results").iterdir()) == \
+    assert {s: r["file"] for s, r in rows1.items()} == {s: f"{s}/{A}/{A}.ipynb" for s in rows}
+    assert {s: (r["platform"], r["platform_id"]) for s, r in rows1.items()} == {s: ("nbgrader", s) for s in rows}
+    same = ("file", "platform", "platform_id")
+    assert {s: {**r, **dict.fromkeys(same)} for s, r in rows1.items()} == \
+        {s: {**r, **dict.fromkeys(same)} for s, r in rows.items()}
+    assert sorted(p.name for p in (out1 / "results").glob("*.json")) == \
         ["alice.json", "bob.json", "carol.json"], "every graded submission is saved as it finishes"
+    assert sorted(p.name for p in (out1 / "results").glob("*.ipynb")) == ["alice.ipynb", "bob.ipynb", "carol.ipynb"]
     assert sorted(p.name for p in (out1 / "feedback").glob("*.html")) == \
         sorted(p.name for p in (out / "feedback").glob("*.html"))
 

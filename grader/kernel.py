@@ -2,18 +2,28 @@
 
 Nothing the kernel sends is trusted: outputs are kept as data for the feedback page (bounded in
 size), and a kernel that stops answering is interrupted, then killed with everything it started.
+
+The grader speaks ZeroMQ's wire protocol (ZMTP 3.0) to the kernel's sockets itself, over their unix
+sockets (:class:`Wire`), and holds no ZeroMQ socket of its own: libzmq bounds each frame of a message
+(``MAXMSGSIZE``) but neither its count of frames nor its whole size, and it holds a whole message
+before handing over its first frame, so one message of many large frames (views of one buffer, which
+cost the kernel nothing) would take all the grader's memory. A :class:`Wire` reads frame by frame and
+stops, unread, at the first frame that would take a message past its bounds. Of the kernel's channels
+the grader reads only IOPub; it writes requests to the shell and control sockets and never reads
+them (what the kernel sends there waits in the operating system's socket buffer, a few hundred KiB,
+then in the kernel's own memory); stdin and the heartbeat are never connected.
 """
 
 from __future__ import annotations
 
 import queue
+import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-import zmq
 from jupyter_client import KernelManager
 
 from grader import sandbox
@@ -22,11 +32,21 @@ MAX_LINES = 1000          # lines of output kept per cell
 MAX_CHARS = 200_000       # characters of output kept per cell
 MAX_NOTEBOOK_CHARS = 4_000_000  # characters of output kept for one notebook's page, all cells together
 READY_S = 60              # to start the kernel and import its libraries
-MAX_MESSAGE_BYTES = 16 * 2**20  # one message from the kernel
+MAX_MESSAGE_BYTES = 16 * 2**20  # one message from the kernel, all its frames together (ipykernel's own are far smaller)
+MAX_FRAMES = 64           # frames of one message from the kernel (ipykernel's have 7, plus a few binary buffers)
+READ_BYTES = 2**18        # read from a kernel's socket at a time: what a wire holds beyond the frame it is reading
+MAX_DECODED_BYTES = 6 * MAX_CHARS  # JSON content of one message decoded: larger could never be kept (JSON spends at
+                                   # most 6 bytes on a character), so it is a flood, left undecoded (JSON such as
+                                   # "[{}, {}, ...]" takes 18 times its size once decoded)
+MAX_HEADER_BYTES = 2**16  # a message's header, parent header or metadata: larger, it is skipped (ipykernel's: < 1 KiB)
+SEND_S = 10               # to hand the kernel one request (its ZeroMQ thread reads them even while a cell runs)
+OVERSIZED = (f"sent a message larger than {MAX_MESSAGE_BYTES // 2**20} MiB or of more than {MAX_FRAMES} parts; "
+             "the grader stopped reading and stopped the kernel")  # fixed words: nothing the kernel chose
 
 
 class SandboxedKernelManager(KernelManager):
-    """jupyter_client's manager, with the kernel command wrapped in the sandbox."""
+    """jupyter_client's manager, with the kernel command wrapped in the sandbox; it starts and kills the kernel's
+    process, and opens no socket to it (the manager's own control socket would queue what the kernel sends it)."""
 
     box: Path
     sock: Path
@@ -37,12 +57,19 @@ class SandboxedKernelManager(KernelManager):
         sandbox.give(Path(self.connection_file))  # written just now by the grader, into a new folder
         return sandbox.command(self.box, self.sock, inner, self.limits)
 
+    def _connect_control_socket(self) -> None:
+        """None: the grader interrupts through its own control :class:`Wire`."""
+
+    async def _async_interrupt_kernel(self) -> None:
+        """Nothing before a kill (``shutdown_kernel(now=True)``): the grader interrupts through its own wire."""
+
 
 @dataclass
 class Outcome:
     outputs: list = field(default_factory=list)
     status: str = "ok"          # ok, error, timeout, died
     flooded: bool = False
+    oversized: bool = False     # the kernel sent a message past MAX_MESSAGE_BYTES or MAX_FRAMES: it was stopped
     error: str = ""             # "ZeroDivisionError: division by zero"
     chars: int = 0              # characters of output kept
     lines: int = 0              # lines of output kept
@@ -56,7 +83,8 @@ class Kernel:
         self.box, self.limits = box, limits or sandbox.Limits()
         self.starts = 0
         self.km: SandboxedKernelManager | None = None
-        self.kc = None
+        self.wires: dict[str, Wire] = {}
+        self.last_exit = None  # the exit status of the last kernel stopped
 
     def start(self) -> None:
         """A fresh kernel in a fresh sandbox; one more try if the first does not answer."""
@@ -80,14 +108,57 @@ class Kernel:
         km.kernel_spec.interrupt_mode = "message"  # a signal would reach bwrap, not the kernel
         km.start_kernel(cwd=str(self.box), env={"PATH": "/usr/bin:/bin"}, stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL)
-        context = zmq.Context()
-        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)  # a larger message drops the connection, unread
-        self.km, self.kc = km, km.client(context=context)
-        self.kc.start_channels()
-        self.kc.wait_for_ready(timeout=READY_S)
+        self.km = km
+        deadline = time.monotonic() + READY_S
+        try:
+            for name, kind in (("iopub", b"SUB"), ("shell", b"DEALER"), ("control", b"DEALER")):
+                path = f"{km.ip}-{getattr(km, name + '_port')}"
+                self.wires[name] = Wire(path, kind, deadline, self.alive)
+            self.wires["iopub"].send([b"\x01"])  # subscribe to every topic (ZMTP 3.0: a message)
+            self._wait_ready(deadline)
+        except (OSError, EOFError, Refused, queue.Empty) as e:
+            raise RuntimeError(f"the kernel did not answer ({type(e).__name__})") from e
+
+    def _wait_ready(self, deadline: float) -> None:
+        """Until the kernel answers a request (its IOPub reports on it): every second a new request, since a
+        subscription takes a moment to reach it."""
+        while True:
+            msg_id = self._request("shell", "kernel_info_request", {})
+            end = min(deadline, time.monotonic() + 1)
+            try:
+                while _parent_id(self._next(end - time.monotonic()) or {}) != msg_id:
+                    pass
+                return
+            except queue.Empty:
+                pass
+            if not self.alive():
+                raise RuntimeError("the kernel died before it answered")
+            if time.monotonic() >= deadline:
+                raise RuntimeError(f"the kernel did not answer in {READY_S} s")
+
+    def _request(self, channel: str, kind: str, content: dict) -> str:
+        """Send a request on the shell or control channel; its id."""
+        msg = self.km.session.msg(kind, content)
+        self.wires[channel].send(self.km.session.serialize(msg))
+        return msg["header"]["msg_id"]
+
+    def _next(self, timeout: float) -> dict | None:
+        """The next IOPub message, read within its bounds, its content left as bytes past MAX_DECODED_BYTES; None for
+        one that cannot be read (forged, replayed, a header past MAX_HEADER_BYTES); queue.Empty when none came in
+        time, Refused past the bounds, EOFError once the kernel closed IOPub."""
+        frames = self.wires["iopub"].recv(timeout)
+        try:
+            _, parts = self.km.session.feed_identities(frames)
+            if any(len(part) > MAX_HEADER_BYTES for part in parts[1:4]):  # header, parent header, metadata
+                return None
+            return self.km.session.deserialize(parts, content=len(parts) < 5 or len(parts[4]) <= MAX_DECODED_BYTES)
+        except Exception:  # noqa: BLE001 - a message the kernel forged (a replayed signature, bad parts): skipped
+            return None
 
     def exit_code(self):
         """The sandbox's exit status once it stopped (bubblewrap passes on the kernel's), else None."""
+        if self.km is None:
+            return self.last_exit
         try:
             return self.km.provisioner.process.poll()
         except AttributeError:
@@ -97,64 +168,99 @@ class Kernel:
         return self.km is not None and self.km.is_alive()
 
     def stop(self) -> None:
-        if self.kc is not None:
-            self.kc.stop_channels()
+        for wire in self.wires.values():
+            wire.close()
+        self.wires = {}
         if self.km is not None:
+            process = getattr(self.km.provisioner, "process", None)
             try:
                 self.km.shutdown_kernel(now=True)
             except Exception:  # noqa: BLE001 - already gone
                 pass
-        self.km = self.kc = None
+            self.last_exit = process.poll() if process is not None else None
+        self.km = None
         sandbox.reap()
 
     def execute(self, code: str, timeout: float, max_chars: int = MAX_CHARS) -> Outcome:
         """Run ``code``; its outputs (at most ``max_chars`` characters kept), and whether it finished, raised,
-        timed out or killed the kernel."""
+        timed out or killed the kernel (or was killed for a message past the bounds: ``oversized``)."""
         out = Outcome()
         if not self.alive():
             out.status = "died"
             return out
-        msg_id = self.kc.execute(code, store_history=False, allow_stdin=False)
         deadline = time.monotonic() + timeout
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                out.status = "timeout"
-                self._interrupt(msg_id)
-                return out
-            try:
-                msg = self.kc.get_iopub_msg(timeout=min(left, 0.25))
-            except queue.Empty:
-                if not self.alive():
-                    out.status = "died"
+        try:
+            msg_id = self._request("shell", "execute_request", {
+                "code": code, "silent": False, "store_history": False, "user_expressions": {},
+                "allow_stdin": False, "stop_on_error": True})
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    out.status = "timeout"
+                    self._interrupt(msg_id)
                     return out
-                continue
-            except Exception:  # noqa: BLE001 - a message the kernel forged (a replayed signature, bad parts): skipped
-                continue
-            parent, content = msg.get("parent_header"), msg.get("content")
-            if not isinstance(parent, dict) or parent.get("msg_id") != msg_id or not isinstance(content, dict):
-                continue
-            kind = msg["msg_type"]
-            if kind == "status" and msg["content"].get("execution_state") == "idle":
-                return out
-            if kind == "clear_output":
-                out.outputs.clear()
-            elif kind in ("stream", "display_data", "execute_result", "error"):
-                _take(out, msg, max_chars)
+                try:
+                    msg = self._next(min(left, 0.25))
+                except queue.Empty:
+                    if not self.alive():
+                        out.status = "died"
+                        return out
+                    continue
+                if msg is not None and _parent_id(msg) == msg_id and _apply(out, msg, max_chars):
+                    return out
+        except Refused:
+            out.oversized = True
+        except (EOFError, OSError):  # the kernel closed its sockets: it is ending, or of no more use
+            self._wait_end(2)
+        out.status = "died"
+        self.stop()
+        return out
+
+    def _wait_end(self, seconds: float) -> None:
+        """Give a kernel that is ending (its sockets closed) a moment to end, so that its exit status is known."""
+        end = time.monotonic() + seconds
+        while self.alive() and time.monotonic() < end:
+            time.sleep(0.05)
 
     def _interrupt(self, msg_id: str) -> None:
         """Ask the kernel to stop; kill it if it does not become idle within a few seconds."""
         try:
-            self.km.interrupt_kernel()
+            self._request("control", "interrupt_request", {})
             end = time.monotonic() + 3
             while time.monotonic() < end:
-                msg = self.kc.get_iopub_msg(timeout=max(0.05, end - time.monotonic()))
-                if (msg.get("parent_header", {}).get("msg_id") == msg_id and msg["msg_type"] == "status"
-                        and msg["content"].get("execution_state") == "idle"):
+                msg = self._next(max(0.05, end - time.monotonic()))
+                if (msg is not None and _parent_id(msg) == msg_id and msg["msg_type"] == "status"
+                        and isinstance(msg.get("content"), dict) and msg["content"].get("execution_state") == "idle"):
                     return
-        except Exception:  # noqa: BLE001 - no answer: it is killed below
+        except Exception:  # noqa: BLE001 - no answer (or past the bounds): it is killed below
             pass
         self.stop()
+
+
+def _parent_id(msg: dict):
+    parent = msg.get("parent_header")
+    return parent.get("msg_id") if isinstance(parent, dict) else None
+
+
+OUTPUTS = ("stream", "display_data", "execute_result", "error")
+
+
+def _apply(out: Outcome, msg: dict, max_chars: int) -> bool:
+    """One IOPub message of the cell into ``out``; True once the kernel says the cell is done."""
+    kind, content = msg.get("msg_type"), msg.get("content")
+    if isinstance(content, bytes) and kind in OUTPUTS:  # too large to decode, and so to keep
+        out.flooded = True
+        if kind == "error":
+            out.status, out.error = "error", "an error too large to read"
+    if not isinstance(content, dict):
+        return False
+    if kind == "status":
+        return content.get("execution_state") == "idle"
+    if kind == "clear_output":
+        out.outputs.clear()
+    elif kind in OUTPUTS:
+        _take(out, msg, max_chars)
+    return False
 
 
 def _take(out: Outcome, msg: dict, max_chars: int) -> None:
@@ -180,3 +286,124 @@ def _take(out: Outcome, msg: dict, max_chars: int) -> None:
         last["text"] += node["text"]  # one block, as a notebook shows it, however the kernel flushed it
     else:
         out.outputs.append(node)
+
+
+class Refused(Exception):
+    """The kernel sent a message past MAX_FRAMES or MAX_MESSAGE_BYTES, or broke the protocol: the wire is not read
+    any further."""
+
+
+GREETING = b"\xff" + bytes(8) + b"\x7f" + b"\x03\x00" + b"NULL".ljust(20, b"\0") + b"\0" + bytes(31)  # ZMTP 3.0
+MORE, LONG, COMMAND = 1, 2, 4  # a frame's flags
+
+
+class Wire:
+    """One connection to a socket of the kernel, in ZeroMQ's protocol (ZMTP 3.0, no security, as the ipc
+    transport has it), read by the grader frame by frame: what it holds is bounded by the message it is reading.
+
+    ``kind`` is this end's ZeroMQ socket type (``b"SUB"``, ``b"DEALER"``). :meth:`recv` keeps a message it has
+    begun across calls, and raises :class:`Refused` at the header of a frame that would take the message past
+    ``MAX_FRAMES`` or ``MAX_MESSAGE_BYTES``, before its body is read.
+    """
+
+    def __init__(self, path: str, kind: bytes, deadline: float, alive):
+        self.buf = bytearray()              # read, not yet taken: at most one frame and READ_BYTES
+        self.frames: list[bytes] = []       # the message begun
+        self.size = 0                       # its bytes
+        self.sock = _connect(path, deadline, alive)
+        try:
+            self._send(GREETING)
+            while len(self.buf) < len(GREETING):
+                self._read(deadline)
+            peer = bytes(self.buf[:len(GREETING)])
+            del self.buf[:len(GREETING)]
+            if peer[0] != 0xFF or peer[9] & 1 != 1 or peer[10] < 3 or peer[12:32].rstrip(b"\0") != b"NULL":
+                raise Refused("not a ZMTP 3 peer without security")
+            ready = b"\x05READY" + bytes([11]) + b"Socket-Type" + len(kind).to_bytes(4, "big") + kind
+            self._send(_frame(ready, COMMAND))
+            flags, body = self._frame(deadline)
+            if not flags & COMMAND or not body.startswith(b"\x05READY"):
+                raise Refused("no READY")
+        except BaseException:
+            self.close()
+            raise
+
+    def send(self, frames: list[bytes]) -> None:
+        """One message; OSError if the kernel does not take it within SEND_S."""
+        self._send(b"".join(_frame(f, MORE if i < len(frames) - 1 else 0) for i, f in enumerate(frames)))
+
+    def recv(self, timeout: float) -> list[bytes]:
+        """The next whole message, its frames; queue.Empty if it did not come within ``timeout`` (what came of it is
+        kept), EOFError once the kernel closed the connection."""
+        deadline = time.monotonic() + timeout
+        while True:
+            flags, body = self._frame(deadline)
+            if flags & COMMAND:  # none after the handshake in ZMTP 3.0
+                raise Refused("a command")
+            self.frames.append(body)
+            self.size += len(body)
+            if not flags & MORE:
+                frames, self.frames, self.size = self.frames, [], 0
+                return frames
+
+    def close(self) -> None:
+        self.sock.close()
+        self.buf, self.frames = bytearray(), []
+
+    def _frame(self, deadline: float) -> tuple[int, bytes]:
+        """The next frame (its flags and body), checked against the message's bounds as soon as its header is in."""
+        while True:
+            if len(self.buf) >= 2:
+                flags = self.buf[0]
+                head = 9 if flags & LONG else 2
+                if len(self.buf) >= head:
+                    n = int.from_bytes(self.buf[1:head], "big")
+                    if flags & ~(MORE | LONG | COMMAND) or len(self.frames) >= MAX_FRAMES \
+                            or self.size + n > MAX_MESSAGE_BYTES:
+                        raise Refused("past the bounds")
+                    if len(self.buf) >= head + n:
+                        with memoryview(self.buf) as view:
+                            body = bytes(view[head:head + n])
+                        del self.buf[:head + n]
+                        return flags, body
+            self._read(deadline)
+
+    def _read(self, deadline: float) -> None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise queue.Empty
+        self.sock.settimeout(left)
+        try:
+            data = self.sock.recv(READ_BYTES)
+        except TimeoutError:
+            raise queue.Empty from None
+        except OSError as e:
+            raise EOFError("the connection broke") from e
+        if not data:
+            raise EOFError("the kernel closed the connection")
+        self.buf += data
+
+    def _send(self, data: bytes) -> None:
+        self.sock.settimeout(SEND_S)
+        self.sock.sendall(data)
+
+
+def _frame(body: bytes, flags: int) -> bytes:
+    if len(body) > 255:
+        return bytes([flags | LONG]) + len(body).to_bytes(8, "big") + body
+    return bytes([flags, len(body)]) + body
+
+
+def _connect(path: str, deadline: float, alive) -> socket.socket:
+    """A unix socket connected to ``path`` once the kernel made it; OSError past ``deadline`` or once it died."""
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(SEND_S)
+        try:
+            sock.connect(path)
+            return sock
+        except (FileNotFoundError, ConnectionRefusedError):
+            sock.close()
+            if time.monotonic() >= deadline or not alive():
+                raise
+            time.sleep(0.02)

@@ -23,7 +23,7 @@ from pathlib import Path
 import nbformat
 
 from grader import hidden, replies, verdicts
-from grader.kernel import MAX_CHARS, MAX_LINES, MAX_NOTEBOOK_CHARS, Kernel
+from grader.kernel import MAX_CHARS, MAX_LINES, MAX_NOTEBOOK_CHARS, OVERSIZED, Kernel
 from grader.kernel_side import plain
 from grader.sandbox import KERNEL_SIDE  # shipped whole into every sandbox
 from tools import nbmeta
@@ -118,6 +118,8 @@ def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, clock: Clock, set
         if result.flooded:
             run.note(f"{where} printed more than {MAX_LINES} lines or {MAX_CHARS} characters, or the notebook more "
                       f"than {MAX_NOTEBOOK_CHARS}; the rest was cut")
+        if result.oversized:
+            run.note(f"{where} {OVERSIZED}")
         if result.status == "timeout":
             _event(run, f"time limit ({where})")
             run.note(f"{where} ran longer than {timeout:g} s (or than the time left) and was stopped")
@@ -198,6 +200,8 @@ def ask(kernel: Kernel, box: Path, cases: dict, max_points: dict, watch: dict, t
         run.verdicts[gid] = verdicts.judge_cell(group, problems, max_points[gid])
         run.ran[gid] = sorted(seen)
         shutil.rmtree(box / "out" / gid, ignore_errors=True)  # the next cell's replies get the room
+        if result.oversized:
+            run.note(f"{gid}: during the hidden tests the kernel {OVERSIZED}")
         if result.status == "timeout":
             _event(run, f"time limit ({gid} hidden tests)")
             run.note(f"{gid}: the hidden tests ran longer than {timeout:g} s (or than the time left) and were stopped")

@@ -17,7 +17,8 @@ help:
 	@echo "make test    create $(VENV), run every check (lint, package, notebooks, exercises, grading, book)"
 	@echo "make lint    ruff on the package, tests, benchmarks, tools and grader (configured in pyproject.toml)"
 	@echo "make lab     open JupyterLab here: the chapters in notebooks/, the exercises in exercises/"
-	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder> [JOBS=n]   grade a folder of <student>.ipynb, each in a sandbox"
+	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder or zip> [JOBS=n] [OPTIONS=...]   grade a class, each in a sandbox"
+	@echo "           (OPTIONS: --only NAME.., --resume, --export canvas|moodle FILE, --quiet; python -m grader --help)"
 	@echo "make gradebook   join every graded assignment in grading/ per student: grading/course.csv and course.html"
 	@echo "make bench   time the package against PyTorch; writes _build/bench/results.json"
 	@echo "make notebooks   re-execute the chapters and store their outputs (authors only)"
@@ -101,7 +102,7 @@ pretrained: $(ENV_STAMP)
 grade: $(ENV_STAMP) $(ASSETS_STAMP) system
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }
-	$(PY) -m grader "$(ASSIGNMENT)" "$(SUBMISSIONS)" $(if $(JOBS),--jobs "$(JOBS)")
+	$(PY) -m grader "$(ASSIGNMENT)" "$(SUBMISSIONS)" $(if $(JOBS),--jobs "$(JOBS)") $(OPTIONS)
 
 # The term at a glance, from every grading/<id>/ that holds a gradebook (see book/instructors.md).
 gradebook: $(ENV_STAMP)

@@ -103,8 +103,16 @@ def _refusal(assignment: str, submissions: Path, opts: Options) -> str | None:
                     f"{str(opts.secret_file)!r}")
     if opts.only and opts.resume:
         return "--only and --resume: expected one of them, got both"
-    if opts.export and not opts.export[1].is_file():
-        return f"--export: expected the file {opts.export[0]} exported, got {str(opts.export[1])!r}"
+    if opts.export:
+        from grader import platforms
+
+        kind, path = opts.export
+        if not path.is_file():
+            return f"--export {kind}: expected the file {kind} exported, got {str(path)!r}"
+        try:
+            platforms.check(kind, path, assignment, opts.column)
+        except ValueError as exc:  # a file of another shape, or no column for this assignment: said before grading
+            return f"--export {kind}: {exc}"
     if not sandbox.unsafe() and (why := sandbox.why_unavailable()):
         return (f"refusing to grade: {why}.\nStudent code must run in a sandbox. To grade anyway, without one, "
                 f"set {sandbox.UNSAFE}=1 (every row is then marked unsandboxed).")

@@ -24,6 +24,7 @@ import html
 import os
 import re
 import stat
+import tempfile
 import unicodedata
 import zipfile
 from dataclasses import dataclass
@@ -126,6 +127,12 @@ def export(kind: str, platform_file: Path, rows: list[dict], assignment: str, ou
               for r in done["without_match"]]
     done["unmatched"].write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return done
+
+
+def check(kind: str, platform_file: Path, assignment: str, column: str | None = None) -> None:
+    """Raise ValueError now, before anything is graded, when :func:`export` could not fill ``platform_file``."""
+    with tempfile.TemporaryDirectory() as tmp:
+        export(kind, platform_file, [], assignment, Path(tmp), column)
 
 
 def _canvas(table: Table, rows: list[dict], assignment: str, column: str | None) -> dict:

@@ -88,8 +88,12 @@ def loop(tmp_path_factory):
     os.symlink(folder / f"roeana_1003_5003_{A}.ipynb", folder / "mallory.ipynb")
     nbformat.write(make_submission(A, solved=False), folder / "mallory!.ipynb")
     again = grade(folder, "--out", out, "--jobs", "2", "--only", "blankbob_1004", timeout=300)
-    return {"first": (first, rows_first), "manual": (manual, rows_manual), "again": (again, read_rows(out / A)),
-            "out": out / A, "mtimes": mtimes}
+    rows_again = read_rows(out / A)
+    after_again = {p.name: p.stat().st_mtime_ns for p in (out / A / "results").glob("*.json")}
+    (out / A / "results" / "roeana_1003.json").unlink()  # as if the run had stopped before Ana's result
+    resumed = grade(folder, "--out", out, "--jobs", "2", "--resume", timeout=300)
+    return {"first": (first, rows_first), "manual": (manual, rows_manual), "again": (again, rows_again),
+            "resumed": (resumed, read_rows(out / A)), "out": out / A, "mtimes": mtimes, "after_again": after_again}
 
 
 def by_student(rows):
@@ -164,7 +168,7 @@ def test_one_student_graded_again_and_everyone_else_kept(loop):
     results = loop["out"] / "results"
     before = {k: v for k, v in loop["mtimes"].items() if k != "blankbob_1004.json"}
     assert sorted(before) == ["doejohn_1001.json", "mullerzoe_1002.json", "roeana_1003.json"]
-    assert {k: (results / k).stat().st_mtime_ns for k in before} == before, "their saved results are not rewritten"
+    assert {k: loop["after_again"][k] for k in before} == before, "their saved results are not rewritten"
     assert json.loads((loop["out"] / "run.json").read_text())["seed"] == \
         json.loads((results / "blankbob_1004.json").read_text())["seed"], "the same questions as the class"
 
@@ -179,3 +183,23 @@ def test_a_pipe_a_link_and_a_colliding_name_each_get_their_own_row(loop):
     assert len({r["student"] for r in rows}) == len(rows), "no two rows share an id"
     ana = by_student(rows)["roeana_1003"]
     assert ana["file"] == f"roeana_1003_5003_{A}.ipynb" and float(ana["score"]) == 10
+
+
+def test_resume_grades_only_what_has_no_result(loop):
+    proc, rows = loop["resumed"]
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "Grading 1 submission(s)" in proc.stdout and "4 result(s) kept from the last run" in proc.stdout, \
+        proc.stdout
+    def without_notes(table):  # the --only run noted why it graded mallory!.ipynb too
+        return [{**r, "problems": r["problems"].split("; graded again with --only")[0]} for r in table]
+
+    assert without_notes(rows) == without_notes(loop["again"][1]), "the same class, the same rows"
+
+
+def test_an_export_that_cannot_be_filled_is_refused_before_grading(tmp_path):
+    nbformat.write(make_submission(A), tmp_path / "ann.ipynb")
+    (tmp_path / "gradebook.csv").write_text("Student,ID,SIS User ID,SIS Login ID,Section,Quiz 1 (7)\n",
+                                            encoding="utf-8")
+    proc = grade(tmp_path, "--out", tmp_path / "o", "--export", "canvas", tmp_path / "gradebook.csv", timeout=120)
+    assert proc.returncode == 2 and "--column" in proc.stderr and "Quiz 1 (7)" in proc.stderr
+    assert not (tmp_path / "o").exists(), "nothing graded"

@@ -15,6 +15,7 @@ export PYTHONHASHSEED := 0
 help:
 	@echo "make book    create $(VENV), build the HTML book, print where it is"
 	@echo "make test    create $(VENV), run every check (lint, package, notebooks, exercises, grading, book)"
+	@echo "make test-fast   the tests not marked slow (no book build, no grading runs, no nbval): the edit loop"
 	@echo "make lint    ruff on the package, tests, benchmarks, tools and grader (configured in pyproject.toml)"
 	@echo "make lab     open JupyterLab here: the chapters in notebooks/, the exercises in exercises/"
 	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder or zip> [JOBS=n] [OPTIONS=...]   grade a class, each in a sandbox"

@@ -12,6 +12,7 @@ import torch
 from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, generator, reads
 from grader.hidden.judge import as_int, describe, entry, fields, items, unchanged
+from transformer.checks.answers import count_differences, counts_form
 
 ASSIGNMENT = "01_tokenization"
 GRADED = ["ex1_tokens_by_hand", "ex2_count_pairs", "ex3_merge_pair", "ex4_word_tokenizer"]
@@ -33,10 +34,9 @@ def _ids(got, want: list[int], name: str, kinds=(list, tuple)) -> str | None:
         return f"{name}: expected a list of int ids, but it holds {describe(bad)}"
     got = [as_int(i) for i in got]
     if len(got) != len(want):
-        return f"{name}: expected {len(want)} ids, got {'more' if len(got) > len(want) else 'fewer'}"
-    wrong = [i for i, (a, b) in enumerate(zip(got, want, strict=True)) if a != b]
-    if wrong:
-        return f"{name}: {len(wrong)} of {len(want)} ids are wrong (the first at position {wrong[0]})"
+        return f"{name}: expected {len(want)} ids, got another number of them"
+    if got != want:
+        return f"{name}: ids are wrong (exact)"
     return None
 
 
@@ -70,30 +70,31 @@ def ex1_tokens_by_hand(seed: int):
 
 
 def _tuple_keys(got, what: str, size: int | None = None) -> str | None:
-    """``got`` must be a dict whose keys are tuples of str (of ``size`` symbols if given)."""
-    if not isinstance(got, dict):
+    """``got`` must be a dict whose keys are tuples of str (of ``size`` symbols if given) and whose values are counts:
+    the visible check's reading (:func:`~transformer.checks.answers.counts_form`), in fixed words."""
+    found = counts_form(got, size)
+    if found is None:
+        return None
+    kind, key = found
+    if kind == "dict":
         return f"expected a dict from {what} to counts, got {describe(got)}"
-    for key in got:
-        if not isinstance(key, tuple) or not all(isinstance(s, str) for s in key):
-            return f"a key is {describe(key)}; the keys are {what}, as tuples of symbols (str)"
-        if size is not None and len(key) != size:
-            return f"a key does not hold {size} symbols; the keys are {what}, tuples (a, b)"
-    for value in got.values():
-        if as_int(value) is None:
-            return f"a value is {describe(value)}; expected a count (an int)"
-    return None
+    if kind == "key":
+        return f"a key is {describe(key)}; the keys are {what}, as tuples of symbols (str)"
+    if kind == "size":
+        return f"a key does not hold {size} symbols; the keys are {what}, tuples (a, b)"
+    return f"a value is {describe(got[key])}; expected a count (an int)"
 
 
 def _same_counts(got: dict, want: dict, item: str) -> str | None:
-    """How ``got`` differs from ``want`` (the counts of ``item`` s), in numbers the grader knows only."""
-    missing = [k for k in want if k not in got]
-    extra = any(k not in want for k in got)
-    wrong = [k for k in want if k in got and as_int(got[k]) != want[k]]
+    """How ``got`` differs from ``want`` (the counts of ``item`` s, by
+    :func:`~transformer.checks.answers.count_differences`), in fixed words: which kinds of difference, never how many
+    (the reply chooses that)."""
+    wrong, extra, missing = count_differences(got, want)
     problems = []
     if wrong:
-        problems.append(f"{len(wrong)} of {len(want)} {item}s have the wrong count")
+        problems.append(f"some {item}s have the wrong count")
     if missing:
-        problems.append(f"{len(missing)} {item}(s) that should be there are missing")
+        problems.append(f"some {item}s that should be there are missing")
     if extra:
         problems.append(f"some {item}s should not be there")
     return "; ".join(problems) or None
@@ -121,11 +122,11 @@ def _each(arglists, problem_of, after: bool = False):
     ``problem_of(args after the call, *args)``), the first problem."""
     def judge(replies):
         replies = items(replies, len(arglists), "the replies, one per call")
-        for n, (reply, args) in enumerate(zip(replies, arglists, strict=True), 1):
+        for reply, args in zip(replies, arglists, strict=True):
             out, args_after = fields(reply, "out", "args")
             problem = problem_of(args_after if after else out, *args)
             if problem:
-                return f"vocabulary {n} of {len(arglists)}: {problem}"
+                return f"one of the {len(arglists)} vocabularies: {problem}"  # not which: the reply could choose it
         return None
     return judge
 
@@ -140,8 +141,7 @@ def _each_request(name, arglists):
 
 
 def _count_problem(got, words) -> str | None:
-    problem = _tuple_keys(got, "pairs of neighbouring symbols", 2)
-    return problem or _same_counts({k: v for k, v in got.items() if as_int(v)}, _pair_counts(words), "pair")
+    return _tuple_keys(got, "pairs of neighbouring symbols", 2) or _same_counts(got, _pair_counts(words), "pair")
 
 
 def ex2_count_pairs(seed: int):
@@ -231,10 +231,8 @@ def _vocabulary_judge(itos):
             return "itos is missing words of the texts"
         if len(got) > len(itos):
             return "itos holds tokens that are not words of the texts"
-        wrong = [i for i, (a, b) in enumerate(zip(got, itos, strict=True)) if a != b]
-        if wrong:
-            return (f"{len(wrong)} of {len(itos)} tokens of itos are in the wrong place (the first at id {wrong[0]}): "
-                    "the words come in the order of their first appearance")
+        if got != itos:
+            return "tokens of itos are in the wrong place: the words come in the order of their first appearance"
         if got_stoi is None:
             return "the tokenizer is missing the attribute stoi"
         if got_stoi != stoi:

@@ -89,8 +89,8 @@ def ex2_causal_by_hand(seed: int):
         if any(f is None for r in flags for f in r):
             return "write each entry as True/False (or 1/0)"
         wrong = sum(f != w for fr, wr in zip(flags, ref, strict=True) for f, w in zip(fr, wr, strict=True))
-        # which entries are wrong is not said: for a 4 x 4 mask written by hand it would give the answer away
-        return f"{wrong} of {n * n} entries are wrong" if wrong else None
+        # neither which entries are wrong nor how many: the first would give the answer away, and the reply chooses both
+        return "entries are wrong (exact)" if wrong else None
     yield Case("allowed, the 4 x 4 causal mask of a decoder written by hand (True = may attend, exact)",
                reads("allowed"), judge)
 

@@ -89,7 +89,7 @@ def _pair(got, ids) -> str | None:
         if tuple(t.shape) != tuple(ids.shape):
             return f"{name}: expected the shape of ids {tuple(ids.shape)}"
         if t.is_floating_point() or t.is_complex() or t.dtype == torch.bool:
-            return f"{name}: expected integer token ids (torch.long), got dtype {t.dtype}"
+            return f"{name}: expected integer token ids (torch.long), got another dtype"
     return None
 
 

@@ -1,9 +1,17 @@
 """Judges: compare a probe's reply with the grader's reference and say, in words, what is wrong.
 
-The messages follow the visible checks: the wrong type, the shape by named dimension, the dtype,
-NaN or infinity, how many values are wrong and where the first one is, a changed input. They never
-show the expected values, and never echo what the student's code chose (a class name, a shape, a
-string): only fixed words and numbers the grader computed.
+A message names the kind of problem in fixed words, in the visible checks' order: the wrong type, the
+wrong shape (the expected one, with its named dimensions), the dtype, "values are NaN or infinite",
+"values are wrong" (with the tolerance), a changed input. A value is compared by the visible checks'
+own rule, :func:`transformer.checks.core.judge_values`, so that an answer the public checks pass is
+never refused here for something that is not an error.
+
+The words never show the expected values, and never carry anything a reply can choose beyond which
+kind of problem it has: no class name, no shape or number of dimensions it returned, no dtype it
+returned, no string, and no count of wrong or NaN values, no index, no size of an error. The hidden
+inputs come from a secret seed, fixed for a run: a number the reply chose could carry them out, a
+few bits per case, onto the feedback page. The only numbers are the grader's own (an expected shape,
+a tolerance, how many values or calls the grader asked for).
 
 A reply is hostile data: judges read it through :func:`fields` and :func:`items`, which demand the
 exact form (keys, lengths) and raise :class:`Malformed` otherwise, so a forged or truncated reply
@@ -17,10 +25,10 @@ import math
 import numpy as np
 import torch
 
-# the visible checks' reading of a number (for every hidden test) and of a shape written by hand, and their way
-# of writing a shape, (batch=2, seq=3)
+# the visible checks' reading of a number (as_int is for the hidden tests) and of a shape written by hand, their way
+# of writing a shape, (batch=2, seq=3), and their rule for comparing values
 from transformer.checks.answers import as_ints
-from transformer.checks.core import as_int, as_number, named_shape  # noqa: F401 - as_int is for the hidden tests
+from transformer.checks.core import ATOL, RTOL, as_int, as_number, judge_values, named_shape, number_kind  # noqa: F401
 
 
 class Malformed(ValueError):
@@ -46,11 +54,11 @@ PLAIN = {bool: "a bool", int: "an int", float: "a float", str: "a str", list: "a
 
 
 def describe(x) -> str:
-    """What a reply is, in fixed words (its kind, a tensor's rank), never anything the student chose."""
+    """What a reply is, in fixed words (its kind), never anything the student chose (not even a rank)."""
     if isinstance(x, torch.Tensor):
-        return f"a tensor with {x.dim()} dimension(s)"
+        return "a tensor"
     if isinstance(x, np.ndarray):
-        return f"an array with {x.ndim} dimension(s)"
+        return "an array"
     return PLAIN.get(type(x), "an object that is not plain data (not a tensor, number, str, list or dict)")
 
 
@@ -65,57 +73,43 @@ def whole_numbers(value) -> list[int] | None:
 
 
 def shape(got, want: tuple[int, ...]) -> str | None:
-    """``got`` must be the shape ``want``, written by hand (see :func:`whole_numbers`): says how many dimensions
-    it should have and which have the wrong size, never a size that was given."""
+    """``got`` must be the shape ``want``, written by hand (see :func:`whole_numbers`): says that it is wrong, and how
+    many dimensions it should have (the grader's number), never which of the student's sizes differ."""
     found = whole_numbers(got)
     if found is None:
         return f"expected a shape as a tuple of ints, e.g. (2, 3), got {describe(got)}"
-    if len(found) != len(want):
-        return f"expected {len(want)} dimensions, got {'more' if len(found) > len(want) else 'fewer'}"
-    wrong = [str(i) for i, (a, b) in enumerate(zip(found, want, strict=True)) if a != b]
-    return f"the size of dimension {', '.join(wrong)} is wrong" if wrong else None
+    if tuple(found) != tuple(want):
+        return f"the shape is wrong (it has {len(want)} dimensions)"
+    return None
 
 
-def tensor(got, want: torch.Tensor, atol: float = 1e-5, rtol: float = 1e-4, dims=None, dtype: str = "kind",
+def tensor(got, want: torch.Tensor, atol: float = ATOL, rtol: float = RTOL, dims=None, dtype: str = "kind",
            exact: bool = False) -> str | None:
-    """``got`` must be a tensor of ``want``'s shape, close to it (or equal if ``exact``).
+    """``got`` must be a tensor (or an array or list of numbers, as for the visible checks) of ``want``'s shape,
+    close to it (or equal if ``exact``), by :func:`~transformer.checks.core.judge_values`.
 
-    ``dtype="kind"`` (the default) asks for the same kind of number as the visible checks do (bool,
-    integer or floating point, any precision); ``"exact"`` for the very dtype (float64 in, float64 out).
+    ``dtype="kind"`` (the default) asks for a kind of number the visible checks accept (see
+    :data:`~transformer.checks.core.ACCEPTED_KINDS`, any precision); ``"exact"`` for a tensor of the very dtype
+    (float64 in, float64 out).
     """
-    if not isinstance(got, torch.Tensor):
+    if exact:
+        atol = rtol = 0.0
+    judged = judge_values(got, want, atol, rtol, want.dtype if dtype == "exact" else None)
+    if judged.problem == "type":
         return f"expected a tensor, got {describe(got)}"
-    if tuple(got.shape) != tuple(want.shape):
-        expected = named_shape(want.shape, dims or ())
-        if got.dim() != want.dim():
-            return f"expected shape {expected}, got a tensor with {min(got.dim(), 99)} dimension(s)"
-        names = dims if dims and len(dims) == want.dim() else [f"dimension {i}" for i in range(want.dim())]
-        wrong = [d for d, a, b in zip(names, got.shape, want.shape, strict=True) if a != b]
-        return f"expected shape {expected}; the size of {', '.join(wrong)} is wrong"
-    if dtype == "exact" and got.dtype != want.dtype:
-        return f"expected dtype {want.dtype}, got {got.dtype}"
-    if dtype == "kind" and _kind(got.dtype) != _kind(want.dtype):
-        return f"expected {_kind(want.dtype)} values ({want.dtype}), got {got.dtype}"
-    if want.dtype == torch.bool or exact:
-        bad = got != want
-    else:
-        g, w = got.double(), want.double()
-        if not torch.isfinite(g).all():
-            return f"{int((~torch.isfinite(g)).sum())} value(s) are NaN or infinite"
-        bad = (g - w).abs() > atol + rtol * w.abs()
-    if not bool(bad.any()):
-        return None
-    first = tuple(int(i) for i in bad.nonzero()[0])
-    msg = f"{int(bad.sum())} of {bad.numel()} values are wrong (the first at index {first}"
-    if want.dtype != torch.bool and not exact and want.numel() > 1:  # one value's error would give it away
-        msg += f", largest error {float((got.double() - want.double()).abs().max()):.3g}"
-    return msg + ")"
-
-
-def _kind(dtype: torch.dtype) -> str:
-    if dtype == torch.bool:
-        return "boolean"
-    return "floating-point" if dtype.is_floating_point else "complex" if dtype.is_complex else "integer"
+    if judged.problem == "dtype":
+        return f"expected dtype {want.dtype}, got another dtype"
+    if judged.problem == "kind":
+        return f"expected {number_kind(want.dtype)} values ({want.dtype}), got another kind of number"
+    if judged.problem == "shape":
+        return f"expected shape {named_shape(want.shape, dims or ())}, got another shape"
+    if judged.problem == "nonfinite":
+        return "values are NaN or infinite"
+    if judged.problem == "values":
+        if exact or number_kind(want.dtype) in ("boolean", "integer"):
+            return "values are wrong (exact)"
+        return f"values are wrong (tolerance atol={atol:g}, rtol={rtol:g})"
+    return None
 
 
 def number(got, want: float, tol: float = 1e-3, name: str = "the value") -> str | None:
@@ -137,10 +131,9 @@ def numbers(got, want: list[float], tol: float = 1e-3, name: str = "the values")
     if not isinstance(got, list):
         return f"{name}: expected a list of {len(want)} numbers, got {describe(got)}"
     if len(got) != len(want):
-        return f"{name}: expected {len(want)} numbers, got {'more' if len(got) > len(want) else 'fewer'}"
-    wrong = [i for i, (g, w) in enumerate(zip(got, want, strict=True)) if number(g, w, tol) is not None]
-    if wrong:
-        return f"{name}: {len(wrong)} of {len(want)} are wrong (the first at position {wrong[0]})"
+        return f"{name}: expected {len(want)} numbers, got another number of them"
+    if any(number(g, w, tol) is not None for g, w in zip(got, want, strict=True)):
+        return f"{name}: values are wrong (each within {tol:g})"
     return None
 
 

@@ -9,7 +9,8 @@ import torch
 
 from .core import as_int, fail
 
-__all__ = ["show", "require_keys", "plain_counts", "dict_problems", "as_ids", "as_ints", "CountedCalls"]
+__all__ = ["show", "require_keys", "counts_form", "count_differences", "plain_counts", "dict_problems", "as_ids",
+           "as_ints", "CountedCalls"]
 
 
 def show(value, limit: int = 60) -> str:
@@ -28,28 +29,58 @@ def require_keys(name: str, answer, keys: Sequence[str]) -> None:
         fail(f"✗ {name}", [f"answer: missing the key(s) {', '.join(missing)}"])
 
 
-def plain_counts(name: str, got) -> tuple[dict | None, list[str]]:
-    """``got`` as a dict of pair -> count without zero counts, or the problems with it."""
+# The one reading of a dict of counts (assignment 01: pairs -> counts, words -> frequencies), for the visible checks
+# and the hidden tests alike: each words what it finds in its own way.
+
+def counts_form(got, size: int | None = None) -> tuple[str, object] | None:
+    """What is wrong with the form of ``got``, a dict from tuples of symbols (str; of ``size`` symbols if given) to
+    counts (whole numbers of any kind, see :func:`~transformer.checks.core.as_int`), or None: ``("dict", got)``,
+    ``("key", key)`` (not a tuple of str), ``("size", key)`` (another number of symbols) or ``("count", key)``."""
     if not isinstance(got, dict):
-        return None, [f"{name}: expected a dict (or Counter) from pairs (a, b) to counts, got {type(got).__name__}"]
+        return "dict", got
+    for key in got:
+        if not (isinstance(key, tuple) and all(isinstance(s, str) for s in key)):
+            return "key", key
+        if size is not None and len(key) != size:
+            return "size", key
     for key, value in got.items():
-        if not (isinstance(key, tuple) and len(key) == 2 and all(isinstance(s, str) for s in key)):
-            lines = [f"{name}: every key must be a pair of symbols (a, b), a tuple of two str; "
-                     f"got the key {show(key)}"]
-            if isinstance(key, str):
-                lines.append("Hint: keep the pair as a tuple (a, b); do not join it into one string.")
-            return None, lines
         if as_int(value) is None:
-            return None, [f"{name}: every count must be a whole number, got {show(value)} for {key}"]
-    return {k: as_int(v) for k, v in got.items() if as_int(v)}, []
+            return "count", key
+    return None
+
+
+def count_differences(got: dict, expected: dict) -> tuple[list, list, list]:
+    """How the counts ``got`` (of a well-formed dict, see :func:`counts_form`) differ from ``expected``: the keys of
+    ``got`` with a wrong count, the keys of ``got`` that should not be there, the keys of ``expected`` missing from
+    ``got``. A zero count is no entry, as in a ``Counter``."""
+    counts = {k: as_int(v) for k, v in got.items() if as_int(v)}
+    wrong = [k for k in counts if k in expected and counts[k] != expected[k]]
+    extra = [k for k in counts if k not in expected]
+    missing = [k for k in expected if k not in counts]
+    return wrong, extra, missing
+
+
+def plain_counts(name: str, got) -> tuple[dict | None, list[str]]:
+    """``got`` as a dict of pair -> count without zero counts, or the problems with it (:func:`counts_form`)."""
+    found = counts_form(got, 2)
+    if found is None:
+        return {k: as_int(v) for k, v in got.items() if as_int(v)}, []
+    kind, key = found
+    if kind == "dict":
+        return None, [f"{name}: expected a dict (or Counter) from pairs (a, b) to counts, got {type(got).__name__}"]
+    if kind == "count":
+        return None, [f"{name}: every count must be a whole number, got {show(got[key])} for {key}"]
+    lines = [f"{name}: every key must be a pair of symbols (a, b), a tuple of two str; got the key {show(key)}"]
+    if isinstance(key, str):
+        lines.append("Hint: keep the pair as a tuple (a, b); do not join it into one string.")
+    return None, lines
 
 
 def dict_problems(got: dict, expected: dict, what: str) -> list[str]:
-    """How ``got`` differs from ``expected``, naming only keys of ``got`` (never an expected value)."""
+    """How ``got`` differs from ``expected`` (:func:`count_differences`), naming only keys of ``got`` (never an
+    expected value)."""
     problems = []
-    wrong = [k for k in got if k in expected and got[k] != expected[k]]
-    extra = [k for k in got if k not in expected]
-    missing = [k for k in expected if k not in got]
+    wrong, extra, missing = count_differences(got, expected)
     if wrong:
         problems.append(f"{len(wrong)} {what}(s) with a wrong count, e.g. {', '.join(map(str, wrong[:3]))}")
     if extra:

@@ -8,7 +8,7 @@ from collections.abc import Callable
 import torch
 
 from ..tokenization import SPECIAL_TOKENS, Vocabulary, WordTokenizer, count_pairs, merge_pair
-from .answers import dict_problems, plain_counts, require_keys, show
+from .answers import count_differences, counts_form, dict_problems, plain_counts, require_keys, show
 from .core import Mistake, as_int, call, compare, fail, outputs, report, values_of
 from .mistakes.ch01 import COUNT_PAIRS_MISTAKES, MERGE_PAIR_MISTAKES, WORD_TOKENIZER_MISTAKES
 
@@ -131,27 +131,28 @@ def check_merge_pair(fn: Callable) -> None:
         if given != words:
             fail(f"✗ merge_pair ({case})", ["merge_pair changed its input dict; build and return a new dict"])
         name = f"merge_pair ({case})"
-        if not isinstance(got, dict):
+        form = counts_form(got)
+        if form and form[0] == "dict":
             fail(f"✗ {name}", [f"expected a dict from words (tuples of symbols) to frequencies, "
                                f"got {type(got).__name__}"])
-        bad = [k for k in got if not (isinstance(k, tuple) and all(isinstance(s, str) for s in k))]
-        if bad:
-            lines = [f"every key must be a word as a tuple of symbols (str); got the key {show(bad[0])}"]
-            if isinstance(bad[0], str):
+        if form and form[0] == "key":
+            lines = [f"every key must be a word as a tuple of symbols (str); got the key {show(form[1])}"]
+            if isinstance(form[1], str):
                 lines.append("Hint: keep the words as tuples of symbols, e.g. ('lo', 'w'), not strings.")
             fail(f"✗ {name}", lines)
+        if form:
+            fail(f"✗ {name}", [f"every frequency must be a whole number, got {show(got[form[1]])} for {form[1]}"])
         expected = merge_pair(pair, words)
-        if got == expected:
+        freq, extra, missing = count_differences(got, expected)
+        if not (freq or extra or missing):
             continue
         problems = []
         wrong_words = [w for w in words if next(iter(merge_pair(pair, {w: 1}))) not in got]
         if wrong_words:
             problems.append(f"{len(wrong_words)} of {len(words)} word(s) are not merged correctly, "
                             f"e.g. {wrong_words[0]}")
-        extra = [k for k in got if k not in expected]
         if extra and not wrong_words:
             problems.append(f"{len(extra)} entry(ies) that should not be there, e.g. {show(extra[0])}")
-        freq = [k for k in got if k in expected and got[k] != expected[k]]
         if freq:
             problems.append(f"{len(freq)} word(s) with a wrong frequency, e.g. {freq[0]}")
         if not problems:

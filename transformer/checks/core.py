@@ -170,41 +170,114 @@ def named_shape(shape, dims: Sequence[str]) -> str:
     return "(" + ", ".join(str(s) for s in shape) + ")"
 
 
-def compare(got, expected: torch.Tensor, dims: Sequence[str], atol: float = 1e-4, rtol: float = 1e-4,
+ATOL, RTOL = 1e-5, 1e-4  # the default tolerance of every comparison of values, visible checks' and hidden tests'
+
+# What kind of number may stand where another is expected: a count or a whole number is a value like any other where
+# floating point is expected; ids (integers) and masks (booleans) must be of their own kind, since they index and mask.
+ACCEPTED_KINDS = {"floating-point": {"floating-point", "integer"}, "integer": {"integer"}, "boolean": {"boolean"},
+                  "complex": {"complex"}}
+
+
+def number_kind(dtype: torch.dtype) -> str:
+    """The kind of number of a dtype: boolean, integer, floating-point or complex (any precision)."""
+    if dtype == torch.bool:
+        return "boolean"
+    return "floating-point" if dtype.is_floating_point else "complex" if dtype.is_complex else "integer"
+
+
+def _values(value) -> torch.Tensor | None:
+    """An answer as a tensor of its own kind of number (a tensor, an array, a list or a number), or None."""
+    if isinstance(value, torch.Tensor):
+        return value.detach()
+    if isinstance(value, (np.ndarray, list, tuple, float, int, np.number, np.bool_)) and not isinstance(value, bool):
+        try:
+            array = np.asarray(value)
+            if array.dtype.kind not in "biuf":  # strings, objects, ragged lists
+                return None
+            return torch.as_tensor(array)
+        except (TypeError, ValueError, RuntimeError, OverflowError):
+            return None
+    return None
+
+
+@dataclass(frozen=True)
+class Judged:
+    """What :func:`judge_values` found. ``problem`` is None (accepted) or the first of, in order: ``"type"`` (not a
+    tensor, array, list or number; not a torch.Tensor where a dtype is required), ``"dtype"`` (not the required
+    dtype), ``"kind"`` (another kind of number, see :data:`ACCEPTED_KINDS`), ``"shape"``, ``"nonfinite"`` (NaN or
+    infinity where floating point is expected), ``"values"``. ``tensor`` is the answer as a tensor (from ``"kind"``
+    on), ``wrong`` the values outside the tolerance and ``error`` their distance (``"values"``)."""
+
+    problem: str | None
+    tensor: torch.Tensor | None = None
+    wrong: torch.Tensor | None = None
+    error: torch.Tensor | None = None
+
+
+def judge_values(got, expected: torch.Tensor, atol: float = ATOL, rtol: float = RTOL,
+                 dtype: torch.dtype | None = None) -> Judged:
+    """The one rule of the visible checks (:func:`compare`) and the hidden tests (``grader.hidden.judge.tensor``):
+    whether ``got`` equals ``expected`` within ``atol + rtol*|expected|`` (booleans and integers exactly), and if not,
+    the first kind of problem. A pure function: the two sides word the problem each in their own way."""
+    if dtype is not None and not isinstance(got, torch.Tensor):
+        return Judged("type")
+    t = _values(got)
+    if t is None:
+        return Judged("type")
+    if dtype is not None and t.dtype != dtype:
+        return Judged("dtype", t)
+    want = number_kind(expected.dtype)
+    if number_kind(t.dtype) not in ACCEPTED_KINDS[want]:
+        return Judged("kind", t)
+    if tuple(t.shape) != tuple(expected.shape):
+        return Judged("shape", t)
+    if want in ("boolean", "integer"):
+        wrong = t != expected
+        return Judged("values" if bool(wrong.any()) else None, t, wrong, wrong.double())
+    if want == "complex":
+        g, e = t.to(torch.complex128), expected.to(torch.complex128)
+    else:
+        g, e = t.double(), expected.double()
+    if not bool(torch.isfinite(g).all()):
+        return Judged("nonfinite", t)
+    error = (g - e).abs()
+    wrong = error > atol + rtol * e.abs()
+    return Judged("values" if bool(wrong.any()) else None, t, wrong, error)
+
+
+def compare(got, expected: torch.Tensor, dims: Sequence[str], atol: float = ATOL, rtol: float = RTOL,
             mistakes: dict[str, torch.Tensor] | None = None, what: str = "your answer",
             dtype: torch.dtype | None = None) -> list[str]:
-    """Return the problems with ``got`` (empty when it equals ``expected`` within ``atol + rtol*|expected|``)."""
-    if dtype is not None:
-        if not isinstance(got, torch.Tensor):
+    """Return the problems with ``got`` (empty when it equals ``expected`` within ``atol + rtol*|expected|``), by
+    the rule of :func:`judge_values`, in words for the student's own notebook."""
+    judged = judge_values(got, expected, atol, rtol, dtype)
+    t = judged.tensor
+    if judged.problem == "type":
+        if dtype is not None:
             return [f"{what}: expected a torch.Tensor of dtype {dtype}, got {type(got).__name__}"]
-        if got.dtype != dtype:
-            return [f"{what}: expected dtype {dtype}, got {got.dtype}"]
-    t = as_tensor(got)
-    if t is None:
         return [f"{what}: expected a tensor (or array) of shape {named_shape(expected.shape, dims)}, "
                 f"got {type(got).__name__}"]
-    if tuple(t.shape) != tuple(expected.shape):
+    if judged.problem == "dtype":
+        return [f"{what}: expected dtype {dtype}, got {t.dtype}"]
+    if judged.problem == "kind":
+        return [f"{what}: expected {number_kind(expected.dtype)} values ({expected.dtype}), got {t.dtype}"]
+    if judged.problem == "shape":
         lines = [f"{what}: expected shape {named_shape(expected.shape, dims)}, got {named_shape(t.shape, dims)}"]
         if t.dim() == expected.dim():
             for d, a, b in zip(dims, expected.shape, t.shape):
                 if a != b:
                     lines.append(f"dimension '{d}' should have size {a}, got {b}")
         return lines + known_mistake(t, mistakes, atol, rtol)
-    if t.dtype == torch.bool or expected.dtype == torch.bool:
-        wrong = t.bool() != expected.bool()
-        err = wrong.double()
-    else:
-        t, e = t.double(), expected.double()
+    if judged.problem == "nonfinite":
         bad = ~torch.isfinite(t)
-        if bool(bad.any()):
-            return [f"{what}: {int(bad.sum())} of {t.numel()} values are NaN or Inf "
-                    "(a softmax over a row of -inf? a division by zero?)"]
-        err = (t - e).abs()
-        wrong = err > atol + rtol * e.abs()
-    if not bool(wrong.any()):
+        return [f"{what}: {int(bad.sum())} of {t.numel()} values are NaN or Inf "
+                "(a softmax over a row of -inf? a division by zero?)"]
+    if judged.problem is None:
         return []
+    wrong, err = judged.wrong, judged.error
     first = tuple(int(i) for i in wrong.nonzero()[0])
-    tolerance = "" if t.dtype == torch.bool else f" (tolerance atol={atol:g}, rtol={rtol:g})"
+    exact = number_kind(expected.dtype) in ("boolean", "integer")
+    tolerance = "" if t.dtype == torch.bool else " (exact)" if exact else f" (tolerance atol={atol:g}, rtol={rtol:g})"
     lines = [f"{what}: {int(wrong.sum())} of {wrong.numel()} values are wrong{tolerance}"]
     if t.dtype == torch.bool or wrong.numel() < SMALL:
         # With a handful of values the size of the error would give the answer away.
@@ -249,12 +322,12 @@ def call(fn: Callable, args: tuple, name: str, copies: bool = True):
 def output_problems(fn: Callable, args: tuple, name: str, expected: torch.Tensor, dims: Sequence[str],
                     mistakes: dict[str, Any], what: str) -> tuple[Any, list[str]]:
     """:func:`call` for an answer that returns one tensor (a tuple fails): it, and its problems against ``expected``
-    (:func:`compare`, atol 1e-5, rtol 1e-4)."""
+    (:func:`compare`, the default tolerance)."""
     __tracebackhide__ = True
     got = call(fn, args, name)
     if isinstance(got, tuple):
         fail(f"✗ {name}", ["returned a tuple; return only the output tensor"])
-    return got, compare(got, expected, dims, atol=1e-5, rtol=1e-4, mistakes=mistakes, what=what)
+    return got, compare(got, expected, dims, mistakes=mistakes, what=what)
 
 
 def require_unchanged(name: str, given: dict[str, tuple[torch.Tensor, torch.Tensor]], lines: Sequence[str]) -> None:

@@ -110,7 +110,7 @@ def test_feedback_pages(graded):
     assert "forgot to divide the scores by sqrt(d_k)" in carol          # the visible check, as it ran
     # with a single key the weight is 1 whatever the scale, so the two one-key cases pass without 1/sqrt(d_k)
     assert "Hidden tests: 2 of 7 passed" in carol and "Hidden tests: 5 of 5 passed" in carol
-    assert "attention with q (3, 5, 8), k (3, 7, 8), v (3, 7, 4), no mask: values are wrong (tolerance atol=1e-05, rtol=0.0001)" in carol
+    assert "attention with q (3, 5, 8), k (3, 7, 8), v (3, 7, 4), no mask: values are wrong" in carol
     assert "2024" not in carol and "Generator" not in carol  # no hidden source: its seed, its generator
     assert "_static/mathjax/tex-mml-chtml.js" in carol and (out / "feedback" / "_static" / "mathjax").is_dir()
     assert "not a notebook" in (out / "feedback" / "dave.html").read_text(encoding="utf-8")

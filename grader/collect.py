@@ -33,16 +33,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import intake, platforms
-from grader.intake import MAX_FILE_BYTES, Entry, SourceError, Unreadable
+from grader import intake, limits, platforms
+from grader.intake import Entry, SourceError, Unreadable
 from grader.platforms import Found
 from tools import nbmeta
 
-__all__ = ["MAX_FILE_BYTES", "SourceError", "Unreadable", "Submission", "gather", "prepare", "read_notebook", "rebuild"]
+__all__ = ["SourceError", "Unreadable", "Submission", "gather", "prepare", "read_notebook", "rebuild"]
 
-MAX_CELLS = 500                 # cells in one notebook
-MAX_CELL_CHARS = 200_000        # characters in one cell's source
-MAX_ID = 100                    # characters of a student id, the name of its feedback page
 STATUS_ORDER = {"graded": 0, "superseded": 1, "not read": 2}  # who has the first claim on a contested id
 
 
@@ -163,9 +160,9 @@ def _flag_shared_names(rows: list[tuple[Submission, Found]]) -> None:
 
 
 def reduce_name(name: str) -> str:
-    """``José Ñ!`` -> ``Jose_N``: ASCII letters, digits, ``-`` and ``_`` only, at most ``MAX_ID`` characters."""
+    """``José Ñ!`` -> ``Jose_N``: ASCII letters, digits, ``-`` and ``_`` only, at most ``MAX_ID_CHARS`` characters."""
     reduced = re.sub(r"[^A-Za-z0-9_-]+", "_", platforms.ascii_name(name)).strip("_-")
-    return reduced[:MAX_ID].strip("_-") or "student"
+    return reduced[:limits.MAX_ID_CHARS].strip("_-") or "student"
 
 
 def _name(rows: list[tuple[Submission, Found]]) -> None:
@@ -181,7 +178,7 @@ def _name(rows: list[tuple[Submission, Found]]) -> None:
         base = reduce_name(found.own)
         sid, n = base, 2
         while sid in taken or sid in owner and owner[sid][0] is not sub:
-            sid, n = f"{base[:MAX_ID - 8]}_{n}", n + 1
+            sid, n = f"{base[:limits.MAX_ID_CHARS - 8]}_{n}", n + 1
         holder = taken.get(base) or owner.get(base)
         taken[sid], sub.student = (sub, found), sid
         _explain(sub, found, holder)
@@ -226,8 +223,8 @@ def read_notebook(sub: Submission):
         sub.note(f"not read: {exc}")
         return None
     sub.digest = hashlib.sha256(raw).hexdigest()  # what was graded: a saved result is reused for these bytes only
-    if len(raw) > MAX_FILE_BYTES:
-        sub.note(f"not graded: the file is larger than {MAX_FILE_BYTES // 2**20} MiB")
+    if len(raw) > limits.MAX_FILE_BYTES:
+        sub.note(f"not graded: the file is larger than {limits.MAX_FILE_BYTES // 2**20} MiB")
         return None
     if not raw.strip():
         sub.note("empty file")
@@ -249,11 +246,11 @@ def read_notebook(sub: Submission):
         return None
     if version != 4:
         sub.note(f"old notebook format (nbformat {version}); converted to nbformat 4")
-    if len(nb.cells) > MAX_CELLS:
-        sub.note(f"not graded: the notebook has more than {MAX_CELLS} cells")
+    if len(nb.cells) > limits.MAX_CELLS:
+        sub.note(f"not graded: the notebook has more than {limits.MAX_CELLS} cells")
         return None
-    if any(len(c.source) > MAX_CELL_CHARS for c in nb.cells):
-        sub.note(f"not graded: a cell holds more than {MAX_CELL_CHARS} characters")
+    if any(len(c.source) > limits.MAX_CELL_CHARS for c in nb.cells):
+        sub.note(f"not graded: a cell holds more than {limits.MAX_CELL_CHARS} characters")
         return None
     for cell in nb.cells:
         if nbmeta.drop_malformed(cell):

@@ -20,12 +20,12 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader import limits
 from grader.report import clean
 from tools.paths import ROOT, assignments
 
 # The page draws a heat map of students x assignments for a class of at most this many students: beyond it the
 # rows are too thin to read (the table below the picture holds every value at any size).
-HEATMAP_MAX_STUDENTS = 40
 COUNTS = ("total", "max_total", "percent", "submitted", "late", "flagged")
 
 
@@ -250,7 +250,7 @@ def page(rows: list[dict], term: list[Graded]) -> str:
     body = "".join(_table_row(r, columns) for r in rows)
     mean = sum(r["percent"] or 0 for r in rows) / len(rows) if rows else 0
     title = "The class over the term"
-    heat = "; below, each student's percent per assignment" if 0 < len(rows) <= HEATMAP_MAX_STUDENTS else ""
+    heat = "; below, each student's percent per assignment" if 0 < len(rows) <= limits.HEATMAP_MAX_STUDENTS else ""
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_STYLE}</style></head>"
             f"<body><main><h1>{title}</h1>"
@@ -287,7 +287,7 @@ def _percents(rows: list[dict], g: Graded) -> list[float]:
 
 def picture(rows: list[dict], term: list[Graded]) -> tuple[bytes, str]:
     """(PNG, alt text): per assignment the spread of percent scores (box plot) and the share of the class that
-    handed it in; with a class of at most HEATMAP_MAX_STUDENTS, each student's percent per assignment."""
+    handed it in; with a class of at most limits.HEATMAP_MAX_STUDENTS, each student's percent per assignment."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -295,7 +295,7 @@ def picture(rows: list[dict], term: list[Graded]) -> tuple[bytes, str]:
 
     labels = [g.assignment.split("_")[0] for g in term]
     spread = [_percents(rows, g) for g in term]
-    heat = 0 < len(rows) <= HEATMAP_MAX_STUDENTS
+    heat = 0 < len(rows) <= limits.HEATMAP_MAX_STUDENTS
     heights = [3, 1.5, 0.25 * len(rows) + 1] if heat else [3, 1.5]
     fig, axes = plt.subplots(len(heights), 1, figsize=(max(7, 0.7 * len(term) + 3), 1.4 * sum(heights)),
                              height_ratios=heights)
@@ -354,7 +354,7 @@ def _alt(rows: list[dict], term: list[Graded], spread: list[list[float]], heat: 
         spread_text = f"median {middle:.0f}%, lowest {ordered[0]:.0f}%, highest {ordered[-1]:.0f}%, " if s else ""
         parts.append(f"{g.assignment}: {spread_text}{len(s)} of {len(rows)} handed in")
     heat_text = (" A heat map shows each student's percent on each assignment, rows in the order of the table." if heat
-                 else f" No heat map: the class has more than {HEATMAP_MAX_STUDENTS} students; the table holds "
+                 else f" No heat map: the class has more than {limits.HEATMAP_MAX_STUDENTS} students; the table holds "
                  "every value.")
     return (f"Box plots of the percent scores of {len(rows)} students on each of the {len(term)} graded assignments, "
             f"and the share of the class that handed each in. " + "; ".join(parts) + "." + heat_text)

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import nbformat
 
+from grader import limits
 from grader.verdicts import Verdict
 from tools import nbmeta
 from tools.paths import ROOT
 
 MATHJAX = ROOT / "node_modules" / "mathjax" / "es5"
-MAX_PAGE_BYTES = 16 * 2**20  # one feedback page; a larger one is made again without the cells' outputs
 IGNORE = "mathjax_ignore tex2jax_ignore"  # MathJax 3's class, and MathJax 2's
 # The template loads MathJax 2 from a CDN; the page loads the book's MathJax 3 from its own folder.
 # Student text is typeset too (printed output, markdown answers): the safe extension filters what TeX can make
@@ -55,7 +55,7 @@ def sanitize(output) -> list:
         return [nbformat.v4.new_output("stream", name=name, text=text)]
     if kind == "error":
         ename, evalue = str(output.get("ename", "")), str(output.get("evalue", ""))
-        traceback = [str(t) for t in output.get("traceback", [])][:60]
+        traceback = [str(t) for t in output.get("traceback", [])][:limits.TRACEBACK_LINES]
         return [nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=traceback)]
     data = output.get("data", {})
     kept = {}
@@ -71,11 +71,12 @@ def verdict_html(v: Verdict) -> str:
     colour = "#1a7f37" if not v.failures else "#b42318"
     head = (f"<p style='margin:0;color:{colour}'><b>Hidden tests: {v.passed} of {v.total} passed "
             f"({v.points:g} of {v.max_points:g} points).</b></p>")
-    items = "".join(f"<li>{html.escape(f)}</li>" for f in v.failures[:10])
-    more = f"<li>and {len(v.failures) - 10} more</li>" if len(v.failures) > 10 else ""
+    shown = limits.FAILURES_SHOWN
+    items = "".join(f"<li>{html.escape(f)}</li>" for f in v.failures[:shown])
+    more = f"<li>and {len(v.failures) - shown} more</li>" if len(v.failures) > shown else ""
     body = f"<ul style='margin:4px 0'>{items}{more}</ul>" if items else ""
     if v.reported:
-        said = "".join(f"<li>{html.escape(r)}</li>" for r in v.reported[:10])
+        said = "".join(f"<li>{html.escape(r)}</li>" for r in v.reported[:limits.FAILURES_SHOWN])
         body += (f"<p style='margin:0'>Reported by your kernel (no points either way):</p>"
                  f"<ul style='margin:4px 0'>{said}</ul>")
     return (f"<div class='grader-verdict {state} {IGNORE}' role='status' style='border-left:4px solid {colour};"
@@ -94,11 +95,11 @@ def notes_html(problems: list[str], sandboxed: bool) -> str:
 
 def page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str, student: str, db_url: str,
          sandboxed: bool = True) -> str:
-    """The feedback page's HTML, at most ``MAX_PAGE_BYTES`` (without the cells' outputs if need be)."""
+    """The feedback page's HTML, at most ``limits.MAX_PAGE_BYTES`` (without the cells' outputs if need be)."""
     body = _page(nb, verdicts, problems, assignment, student, db_url, sandboxed, outputs=True)
-    if len(body.encode("utf-8")) > MAX_PAGE_BYTES:
+    if len(body.encode("utf-8")) > limits.MAX_PAGE_BYTES:
         note = (f"the cells' outputs were left out: with them this page would be larger than "
-                f"{MAX_PAGE_BYTES // 2**20} MiB")
+                f"{limits.MAX_PAGE_BYTES // 2**20} MiB")
         body = _page(nb, verdicts, [*problems, note], assignment, student, db_url, sandboxed, outputs=False)
     return body
 

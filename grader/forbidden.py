@@ -21,11 +21,11 @@ import sys
 from dataclasses import dataclass
 from types import ModuleType
 
+from grader import limits
 from grader.kernel_side.forbidden_calls import routes
-from grader.reading import MAX_CHARS, bindings, index, literal_getattr, names_used, parse
+from grader.reading import bindings, index, literal_getattr, names_used, parse
 from tools import nbmeta
 
-MAX_TOTAL = 3 * MAX_CHARS  # characters read per notebook, so a flood of cells cannot stall the grading
 EXEMPT = ("transformer.checks",)  # the public checks: calling them is no shortcut
 DYNAMIC_MODULES = {"importlib", "pkgutil", "codecs", "runpy", "pydoc", "builtins", "ctypes", "gc", "inspect",
                    "IPython", "ipykernel", "subprocess", "socket", "signal", "multiprocessing", "pickle", "marshal"}
@@ -205,11 +205,11 @@ def findings(nb, assignment: str, rules: dict[str, Forbid] | None = None) -> lis
 
 def _findings(nb, rules: dict[str, Forbid]) -> list[Finding]:
     cells = _student_cells(nb)
-    parsed, left = [], MAX_TOTAL
+    parsed, left = [], limits.MAX_READ_TOTAL
     for _, _, src in cells:
-        over = (None, [(0, f"not read: over {MAX_TOTAL} characters of code before it")])
+        over = (None, [(0, f"not read: over {limits.MAX_READ_TOTAL} characters of code before it")])
         parsed.append(parse(src) if len(src) <= left else over)
-        left -= len(src) if len(src) <= min(left, MAX_CHARS) else 0
+        left -= len(src) if len(src) <= min(left, limits.MAX_READ_CHARS) else 0
     locked = [c.source for c in nb.cells if c.cell_type == "code" and nbmeta.is_locked(c)]
     indexed = [index(t) if t else ([], {}) for t, _ in parsed]
     env, stars = bindings([n for t in (parse(src)[0] for src in locked) if t for n in ast.walk(t)]

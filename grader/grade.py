@@ -18,18 +18,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import collect, feedback, gradebook, hidden, report, results, sandbox, workers
+from grader import collect, feedback, gradebook, hidden, limits, report, results, sandbox, workers
 from grader.forbidden import findings
-from grader.kernel import READY_S
 from grader.progress import Progress
 from grader.run import grade_in_sandbox
 from tools.env import venv_env
 from tools.paths import ROOT, assignments, kernel_read_roots, notebook_path
 
 SECRET_ENV = "GRADER_SECRET"  # the course's secret, from which each assignment's seed is derived
-# Seconds past its budget (and one cell timeout) after which a submission's worker is stopped (workers.run_all):
-# a kernel started just before the budget ran out (two waits of READY_S at most) and the grader's own work after it.
-DEADLINE_GRACE = 2 * READY_S + 60
 
 
 @dataclass
@@ -164,7 +160,7 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
 
     unsafe = sandbox.unsafe()
     timeout = opts.timeout or _cell_timeout()
-    budget = opts.budget or 10 * timeout
+    budget = opts.budget or limits.BUDGET_TIMEOUTS * timeout
     seed, seed_source = run_seed(assignment, opts.seed, opts.secret_file)
     if opts.seed is not None and (opts.only or opts.resume):
         seed_source = "the last run's"
@@ -249,7 +245,7 @@ class _Book:
 
 
 def _cell_timeout() -> int:
-    """nbgrader_config.py's ``c.Execute.timeout``."""
+    """nbgrader_config.py's ``c.Execute.timeout`` (``limits.CELL_TIMEOUT_S`` unless the instructor set another)."""
     from traitlets.config.loader import PyFileConfigLoader
 
     return int(PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config().Execute.timeout)
@@ -309,7 +305,7 @@ def _run_all(assignment: str, ready: list, book: _Book, progress: Progress, jobs
         progress.advance(report.attention_line(by_key[key], book))
 
     # the budget bounds the kernel's work; the deadline is the last guard, against a fault of the grader's own side
-    deadline = settings["budget"] + DEADLINE_GRACE + settings["timeout"]
+    deadline = settings["budget"] + limits.DEADLINE_GRACE_S + settings["timeout"]
     workers.run_all(jobs_list, run_one, jobs, done, failed, deadline=deadline)
 
 

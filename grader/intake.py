@@ -22,15 +22,9 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
+from grader import limits
 from grader.kernel_side import plain
 
-MAX_FILE_BYTES = 16 * 2**20     # a submission file, or one zip member as inflated
-MAX_MEMBERS = 10_000            # members listed in one zip, checked before anything is read
-MAX_FOLDER_ENTRIES = 100_000    # files and folders walked below one SUBMISSIONS folder
-MAX_ZIP_BYTES = 2 * 2**30       # bytes inflated from one zip, over every read of its members
-MAX_RATIO = 200                 # inflated : compressed bytes of one zip member ...
-RATIO_FROM = 2**20              # ... once it is larger than this (a bomb is large; small files compress unevenly)
-CHUNK = 2**20                   # bytes inflated at a time, so that a cap stops a member within one chunk
 SKIPPED = {".ipynb_checkpoints", "__MACOSX"}  # Jupyter's autosaves; macOS's resource forks in a zip
 KINDS = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "dir"), (stat.S_ISLNK, "a symbolic link"),
          (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
@@ -90,9 +84,9 @@ def _folder_entries(root: Path) -> list[Entry]:
                 stack.append(parts)
             found.append(Entry(parts, "/".join(parts), kind, partial(_read_file, root, "/".join(parts))
                                if kind == "file" else None))
-        if len(found) > MAX_FOLDER_ENTRIES:
-            raise SourceError(f"SUBMISSIONS: expected a folder of at most {MAX_FOLDER_ENTRIES} files and folders, "
-                              f"got more below {str(root)!r}")
+        if len(found) > limits.MAX_FOLDER_ENTRIES:
+            raise SourceError(f"SUBMISSIONS: expected a folder of at most {limits.MAX_FOLDER_ENTRIES} files and "
+                              f"folders, got more below {str(root)!r}")
     return found
 
 
@@ -100,7 +94,7 @@ def _read_file(root: Path, rel: str) -> bytes:
     """``root/rel``, opened with O_NOFOLLOW | O_NONBLOCK at every part and fstat-checked to be a regular file."""
     try:
         with plain.open_under(root, rel, limit=sys.maxsize) as f:
-            return f.read(MAX_FILE_BYTES + 1)
+            return f.read(limits.MAX_FILE_BYTES + 1)
     except (OSError, ValueError):
         raise Unreadable("it is not a regular file any more (a link, a pipe or a folder took its place), or cannot "
                          "be opened") from None
@@ -114,9 +108,9 @@ def _zip_entries(path: Path) -> list[Entry]:
     except Exception as exc:  # noqa: BLE001 - BadZipFile, OSError, struct.error, ...: the argument is wrong
         raise SourceError(f"SUBMISSIONS: expected a folder or a valid .zip file, got {str(path)!r}, which is not "
                           f"a valid zip ({type(exc).__name__})") from None
-    if len(infos) > MAX_MEMBERS:
-        raise SourceError(f"SUBMISSIONS: expected a .zip of at most {MAX_MEMBERS} members, got {len(infos)} in "
-                          f"{str(path)!r}")
+    if len(infos) > limits.MAX_ZIP_MEMBERS:
+        raise SourceError(f"SUBMISSIONS: expected a .zip of at most {limits.MAX_ZIP_MEMBERS} members, got "
+                          f"{len(infos)} in {str(path)!r}")
     return [_member(archive, info) for info in infos]
 
 
@@ -136,10 +130,10 @@ def _member(archive: _Archive, info: zipfile.ZipInfo) -> Entry:
         return Entry(parts, name, "dir")
     if stat.S_IFMT(mode) and not stat.S_ISREG(mode):
         return Entry(parts, name, "a zip member that is not a regular file", always=True)
-    if info.file_size > MAX_FILE_BYTES:
-        return Entry(parts, name, f"a zip member of more than {MAX_FILE_BYTES // 2**20} MiB")
-    if info.file_size > RATIO_FROM and info.file_size > MAX_RATIO * info.compress_size:
-        return Entry(parts, name, f"a zip member compressed more than {MAX_RATIO}:1", always=True)
+    if info.file_size > limits.MAX_FILE_BYTES:
+        return Entry(parts, name, f"a zip member of more than {limits.MAX_FILE_BYTES // 2**20} MiB")
+    if info.file_size > limits.ZIP_RATIO_FROM and info.file_size > limits.MAX_ZIP_RATIO * info.compress_size:
+        return Entry(parts, name, f"a zip member compressed more than {limits.MAX_ZIP_RATIO}:1", always=True)
     return Entry(parts, name, "file", partial(archive.read, info))
 
 
@@ -152,23 +146,24 @@ def _utf8(name: str) -> str:
 
 
 class _Archive:
-    """An open zip whose members are inflated in memory: each within ``MAX_FILE_BYTES + 1`` bytes and ``MAX_RATIO``
-    (whatever its header declares), all of them within ``MAX_ZIP_BYTES``."""
+    """An open zip whose members are inflated in memory: each within ``MAX_FILE_BYTES + 1`` bytes and ``MAX_ZIP_RATIO``
+    (whatever its header declares), all of them within ``MAX_ZIP_BYTES`` (``grader.limits``)."""
 
     def __init__(self, path: Path):
         self.zip = zipfile.ZipFile(path)
-        self.left = MAX_ZIP_BYTES
+        self.left = limits.MAX_ZIP_BYTES
 
     def read(self, info: zipfile.ZipInfo) -> bytes:
         chunks, size = [], 0
         try:
             with self.zip.open(info) as member:
-                while size <= MAX_FILE_BYTES and (chunk := member.read(min(CHUNK, MAX_FILE_BYTES + 1 - size))):
+                cap = limits.MAX_FILE_BYTES
+                while size <= cap and (chunk := member.read(min(limits.ZIP_CHUNK_BYTES, cap + 1 - size))):
                     size, self.left = size + len(chunk), self.left - len(chunk)
                     if self.left < 0:
-                        raise Unreadable(f"the zip's {MAX_ZIP_BYTES // 2**20} MiB of inflated bytes are spent")
-                    if size > RATIO_FROM and size > MAX_RATIO * info.compress_size:
-                        raise Unreadable(f"the zip member is compressed more than {MAX_RATIO}:1")
+                        raise Unreadable(f"the zip's {limits.MAX_ZIP_BYTES // 2**20} MiB of inflated bytes are spent")
+                    if size > limits.ZIP_RATIO_FROM and size > limits.MAX_ZIP_RATIO * info.compress_size:
+                        raise Unreadable(f"the zip member is compressed more than {limits.MAX_ZIP_RATIO}:1")
                     chunks.append(chunk)
         except (zipfile.BadZipFile, zlib.error, EOFError, OSError, RuntimeError, NotImplementedError) as exc:
             raise Unreadable(f"the zip member is damaged ({type(exc).__name__})") from None

@@ -26,22 +26,11 @@ from pathlib import Path
 import nbformat
 from jupyter_client import KernelManager
 
-from grader import sandbox
+from grader import limits, sandbox
 
-MAX_LINES = 1000          # lines of output kept per cell
-MAX_CHARS = 200_000       # characters of output kept per cell
-MAX_NOTEBOOK_CHARS = 4_000_000  # characters of output kept for one notebook's page, all cells together
-READY_S = 60              # to start the kernel and import its libraries
-MAX_MESSAGE_BYTES = 16 * 2**20  # one message from the kernel, all its frames together (ipykernel's own are far smaller)
-MAX_FRAMES = 64           # frames of one message from the kernel (ipykernel's have 7, plus a few binary buffers)
-READ_BYTES = 2**18        # read from a kernel's socket at a time: what a wire holds beyond the frame it is reading
-MAX_DECODED_BYTES = 6 * MAX_CHARS  # JSON content of one message decoded: larger could never be kept (JSON spends at
-                                   # most 6 bytes on a character), so it is a flood, left undecoded (JSON such as
-                                   # "[{}, {}, ...]" takes 18 times its size once decoded)
-MAX_HEADER_BYTES = 2**16  # a message's header, parent header or metadata: larger, it is skipped (ipykernel's: < 1 KiB)
-SEND_S = 10               # to hand the kernel one request (its ZeroMQ thread reads them even while a cell runs)
-OVERSIZED = (f"sent a message larger than {MAX_MESSAGE_BYTES // 2**20} MiB or of more than {MAX_FRAMES} parts; "
-             "the grader stopped reading and stopped the kernel")  # fixed words: nothing the kernel chose
+# fixed words: nothing the kernel chose
+OVERSIZED = (f"sent a message larger than {limits.MAX_MESSAGE_BYTES // 2**20} MiB or of more than "
+             f"{limits.MAX_FRAMES} parts; the grader stopped reading and stopped the kernel")
 
 
 class SandboxedKernelManager(KernelManager):
@@ -109,7 +98,7 @@ class Kernel:
         km.start_kernel(cwd=str(self.box), env={"PATH": "/usr/bin:/bin"}, stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL)
         self.km = km
-        deadline = time.monotonic() + READY_S
+        deadline = time.monotonic() + limits.READY_S
         try:
             for name, kind in (("iopub", b"SUB"), ("shell", b"DEALER"), ("control", b"DEALER")):
                 path = f"{km.ip}-{getattr(km, name + '_port')}"
@@ -134,7 +123,7 @@ class Kernel:
             if not self.alive():
                 raise RuntimeError("the kernel died before it answered")
             if time.monotonic() >= deadline:
-                raise RuntimeError(f"the kernel did not answer in {READY_S} s")
+                raise RuntimeError(f"the kernel did not answer in {limits.READY_S} s")
 
     def _request(self, channel: str, kind: str, content: dict) -> str:
         """Send a request on the shell or control channel; its id."""
@@ -149,9 +138,10 @@ class Kernel:
         frames = self.wires["iopub"].recv(timeout)
         try:
             _, parts = self.km.session.feed_identities(frames)
-            if any(len(part) > MAX_HEADER_BYTES for part in parts[1:4]):  # header, parent header, metadata
+            if any(len(part) > limits.MAX_HEADER_BYTES for part in parts[1:4]):  # header, parent header, metadata
                 return None
-            return self.km.session.deserialize(parts, content=len(parts) < 5 or len(parts[4]) <= MAX_DECODED_BYTES)
+            small = len(parts) < 5 or len(parts[4]) <= limits.MAX_DECODED_BYTES
+            return self.km.session.deserialize(parts, content=small)
         except Exception:  # noqa: BLE001 - a message the kernel forged (a replayed signature, bad parts): skipped
             return None
 
@@ -181,7 +171,7 @@ class Kernel:
         self.km = None
         sandbox.reap()
 
-    def execute(self, code: str, timeout: float, max_chars: int = MAX_CHARS) -> Outcome:
+    def execute(self, code: str, timeout: float, max_chars: int = limits.MAX_OUTPUT_CHARS) -> Outcome:
         """Run ``code``; its outputs (at most ``max_chars`` characters kept), and whether it finished, raised,
         timed out or killed the kernel (or was killed for a message past the bounds: ``oversized``)."""
         out = Outcome()
@@ -200,7 +190,7 @@ class Kernel:
                     self._interrupt(msg_id)
                     return out
                 try:
-                    msg = self._next(min(left, 0.25))
+                    msg = self._next(min(left, limits.POLL_S))
                 except queue.Empty:
                     if not self.alive():
                         out.status = "died"
@@ -211,7 +201,7 @@ class Kernel:
         except Refused:
             out.oversized = True
         except (EOFError, OSError):  # the kernel closed its sockets: it is ending, or of no more use
-            self._wait_end(2)
+            self._wait_end(limits.ENDING_S)
         out.status = "died"
         self.stop()
         return out
@@ -226,7 +216,7 @@ class Kernel:
         """Ask the kernel to stop; kill it if it does not become idle within a few seconds."""
         try:
             self._request("control", "interrupt_request", {})
-            end = time.monotonic() + 3
+            end = time.monotonic() + limits.INTERRUPT_S
             while time.monotonic() < end:
                 msg = self._next(max(0.05, end - time.monotonic()))
                 if (msg is not None and _parent_id(msg) == msg_id and msg["msg_type"] == "status"
@@ -271,11 +261,11 @@ def _take(out: Outcome, msg: dict, max_chars: int) -> None:
         return
     if msg["msg_type"] == "error":
         out.status = "error"
-        evalue = str(node.evalue)[:400].splitlines()  # cut before it is split: the kernel chose its length
+        evalue = str(node.evalue)[:limits.MAX_ERROR_CHARS].splitlines()  # cut before it is split: the kernel's length
         out.error = f"{str(node.ename)[:100]}: {evalue[0][:200] if evalue else ''}"
     size = len(str(msg["content"]))  # everything the output carries: text, data, metadata, traceback
     n = str(node.get("text", "")).count("\n")
-    if out.lines + n > MAX_LINES or out.chars + size > max_chars:
+    if out.lines + n > limits.MAX_OUTPUT_LINES or out.chars + size > max_chars:
         out.flooded = True
         return
     out.lines, out.chars = out.lines + n, out.chars + size
@@ -303,7 +293,7 @@ class Wire:
 
     ``kind`` is this end's ZeroMQ socket type (``b"SUB"``, ``b"DEALER"``). :meth:`recv` keeps a message it has
     begun across calls, and raises :class:`Refused` at the header of a frame that would take the message past
-    ``MAX_FRAMES`` or ``MAX_MESSAGE_BYTES``, before its body is read.
+    ``MAX_FRAMES`` or ``MAX_MESSAGE_BYTES`` (``grader.limits``), before its body is read.
     """
 
     def __init__(self, path: str, kind: bytes, deadline: float, alive):
@@ -358,8 +348,8 @@ class Wire:
                 head = 9 if flags & LONG else 2
                 if len(self.buf) >= head:
                     n = int.from_bytes(self.buf[1:head], "big")
-                    if flags & ~(MORE | LONG | COMMAND) or len(self.frames) >= MAX_FRAMES \
-                            or self.size + n > MAX_MESSAGE_BYTES:
+                    if flags & ~(MORE | LONG | COMMAND) or len(self.frames) >= limits.MAX_FRAMES \
+                            or self.size + n > limits.MAX_MESSAGE_BYTES:
                         raise Refused("past the bounds")
                     if len(self.buf) >= head + n:
                         with memoryview(self.buf) as view:
@@ -374,7 +364,7 @@ class Wire:
             raise queue.Empty
         self.sock.settimeout(left)
         try:
-            data = self.sock.recv(READ_BYTES)
+            data = self.sock.recv(limits.READ_BYTES)
         except TimeoutError:
             raise queue.Empty from None
         except OSError as e:
@@ -384,7 +374,7 @@ class Wire:
         self.buf += data
 
     def _send(self, data: bytes) -> None:
-        self.sock.settimeout(SEND_S)
+        self.sock.settimeout(limits.SEND_S)
         self.sock.sendall(data)
 
 
@@ -398,7 +388,7 @@ def _connect(path: str, deadline: float, alive) -> socket.socket:
     """A unix socket connected to ``path`` once the kernel made it; OSError past ``deadline`` or once it died."""
     while True:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.settimeout(SEND_S)
+        sock.settimeout(limits.SEND_S)
         try:
             sock.connect(path)
             return sock

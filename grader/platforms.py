@@ -30,6 +30,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import limits
 from grader.report import clean
 
 MOODLE_FOLDER = re.compile(r"^(?P<name>[^_]*)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")
@@ -284,7 +285,7 @@ def _unquote(cell: str) -> str:
 
 # ------------------------------------------------------------------------------ feedback bundles
 
-SAFE_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
+SAFE_ID = re.compile(rf"[A-Za-z0-9_-]{{1,{limits.MAX_ID_CHARS}}}")  # an id as collect makes them
 
 
 def bundle_feedback(out: Path, rows: list[dict]) -> list[Path]:

@@ -1,7 +1,7 @@
 """What the names in a notebook's code stand for, read statically (nothing is run or imported).
 
 :func:`parse` reads a cell (IPython magic and shell lines as ``pass``; any parser failure, a cell over
-``MAX_CHARS``, is a note, never an exception); :func:`bindings` follows imports (``as`` too), ``import *``
+``limits.MAX_READ_CHARS``, is a note, never an exception); :func:`bindings` follows imports (``as`` too), ``import *``
 and plain aliases over every cell; :func:`names_used` gives the dotted name of every import and every
 whole attribute chain of a cell (``getattr`` with a literal name counts as an attribute), and ``.name`` for
 every attribute taken on what no binding names (``x.repeat_interleave``, ``(a @ b).softmax``): a method.
@@ -12,13 +12,14 @@ from __future__ import annotations
 import ast
 import re
 
-MAX_CHARS = 100_000
+from grader import limits
+
 MAGIC = re.compile(r"^(\s*)(?:[%!]|[\w.,\s\[\]]+=\s*[%!])")
 
 
 def parse(source: str) -> tuple[ast.AST | None, list[tuple[int, str]]]:
     """The cell's syntax tree (IPython magic and shell lines read as ``pass``) and what could not be read."""
-    if len(source) > MAX_CHARS:
+    if len(source) > limits.MAX_READ_CHARS:
         return None, [(0, f"too long to read ({len(source)} characters)")]
     lines, magics = [], []
     for i, line in enumerate(source.split("\n"), 1):
@@ -91,11 +92,11 @@ def bindings(nodes: list[ast.AST]) -> tuple[dict[str, set[str]], list[str]]:
     stars: list[str] = []
     binders = [n for n in nodes if isinstance(n, (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign,
                                                   ast.NamedExpr))]
-    for _ in range(4):
+    for _ in range(limits.BINDING_PASSES):
         before = sum(map(len, env.values()))
         for node in binders:
             for name, dotted in _binds(node, env, stars):
-                if len(env.setdefault(name, set())) < 20:
+                if len(env.setdefault(name, set())) < limits.MAX_BINDINGS:
                     env[name].add(dotted)
         if sum(map(len, env.values())) == before:
             break

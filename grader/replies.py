@@ -3,7 +3,9 @@
 A reply lies in a folder the kernel wrote (``out/<grade id>/<case>/``): ``reply.json`` holds
 ``{"ok": <plain tree>}`` or ``{"error": "<type>: <message>"}``, and ``"ran"``, the forbidden
 callables the kernel says it saw run (a list of names). It is read without following links or
-waiting on pipes, within :class:`grader.kernel_side.plain.Budget`, and only as plain data.
+waiting on pipes, within ``grader.limits.REPLY_BUDGET`` (the trusted side's own: never a size the kernel
+was told or wrote), and only as plain data. Importing this module makes that budget the default of every
+decode in this process.
 """
 
 from __future__ import annotations
@@ -11,7 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
+from grader import limits
 from grader.kernel_side import plain
+
+plain.set_default(limits.REPLY_BUDGET)
 
 
 class Reply(NamedTuple):
@@ -27,7 +32,7 @@ def read_reply(root: Path, rel: str = ".", watched: tuple = ()) -> Reply:
     """
     folder = (str(root), rel)
     try:
-        tree = plain.read_json(root, f"{rel}/reply.json")
+        tree = plain.read_json(root, f"{rel}/reply.json", limits.REPLY_BUDGET["json_bytes"])
     except FileNotFoundError:
         return Reply("missing", "no reply")
     except (Exception, RecursionError) as exc:  # noqa: BLE001 - anything unreadable is malformed
@@ -35,13 +40,14 @@ def read_reply(root: Path, rel: str = ".", watched: tuple = ()) -> Reply:
     if not isinstance(tree, dict):
         return Reply("malformed", "a reply that is neither a value nor an error")
     ran = tree.get("ran", [])
-    ran = tuple(n for n in watched if isinstance(ran, list) and n in ran[:100])
+    ran = tuple(n for n in watched if isinstance(ran, list) and n in ran[:limits.MAX_REPLY_NAMES])
     keys = set(tree) - {"ran"}
     try:
         if keys == {"error"}:
-            return Reply("error", str(tree["error"])[:300], ran)
+            return Reply("error", str(tree["error"])[:limits.MAX_REPLY_ERROR_CHARS], ran)
         if keys == {"ok"}:
-            return Reply("ok", plain.decode(tree["ok"], folder, tensors=True, budget=plain.Budget()), ran)
+            budget = plain.Budget(**limits.REPLY_BUDGET)  # the grader's own, whatever the kernel was told
+            return Reply("ok", plain.decode(tree["ok"], folder, tensors=True, budget=budget), ran)
         return Reply("malformed", "a reply that is neither a value nor an error", ran)
     except (Exception, RecursionError) as exc:  # noqa: BLE001
         return Reply("malformed", f"a reply that is not plain data within its budget ({type(exc).__name__})", ran)

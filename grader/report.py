@@ -9,14 +9,14 @@ import csv
 import json
 from pathlib import Path
 
-ATTENTION_SHOWN = 15  # rows that need attention listed at the end of a run; the rest are in grades.csv
-LINE_CHARS = 160      # characters of one attention line
+from grader import limits
+
 # Columns after the score and the points of each exercise (see book/instructors.md).
 TAIL = ["status", "late", "platform", "platform_id", "name", "attempt", "manual", "problems", "sandbox", "flags",
         "file"]
 
 
-def clean(text: str, limit: int = 2000) -> str:
+def clean(text: str, limit: int = limits.CELL_TEXT_CHARS) -> str:
     """Text that came from a submission, safe for a terminal and a spreadsheet: no control characters
     (so no terminal escapes), and no leading ``= + - @`` that a spreadsheet would run as a formula."""
     text = "".join(ch if ch.isprintable() else " " for ch in str(text))[:limit]
@@ -41,7 +41,7 @@ def attention_line(sub, book) -> str:
     if not parts:
         return ""
     score = f"{sub.score:g}" if sub.graded else "not graded"
-    return clean(f"! {sub.student} ({score}): " + "; ".join(parts), LINE_CHARS)
+    return clean(f"! {sub.student} ({score}): " + "; ".join(parts), limits.LINE_CHARS)
 
 
 def rows(out: Path, assignment: str, subs: list, max_points: dict, unsafe: bool, book) -> list[dict]:
@@ -147,10 +147,10 @@ def closing(out: Path, table: list[dict], max_points: dict, run_info: dict, prog
     if attention:
         print(f"{len(attention)} of {len(counted)} submission(s) need your attention (problems, sandbox and flags in "
               "grades.csv):")
-        for r in attention[:ATTENTION_SHOWN]:
-            print("  " + clean(f"{r['student']}: {r['problems'] or r['flags'] or r['sandbox']}", LINE_CHARS))
-        if len(attention) > ATTENTION_SHOWN:
-            print(f"  ... and {len(attention) - ATTENTION_SHOWN} more: see grades.csv")
+        for r in attention[:limits.ATTENTION_SHOWN]:
+            print("  " + clean(f"{r['student']}: {r['problems'] or r['flags'] or r['sandbox']}", limits.LINE_CHARS))
+        if len(attention) > limits.ATTENTION_SHOWN:
+            print(f"  ... and {len(attention) - limits.ATTENTION_SHOWN} more: see grades.csv")
     else:
         print("every submission was graded cleanly")
     superseded = [r for r in table if r["status"] == "superseded"]

@@ -9,7 +9,8 @@ outside the kernel (``grader.verdicts``), so no more than one reply is held at a
 
 Everything is bounded: each cell by the cell timeout, the whole submission (cells, replays and
 probes together) by its time budget, the kernel's deaths (in cells and in probes) by ``MAX_DEATHS``,
-the output kept for the page by ``kernel.MAX_NOTEBOOK_CHARS``.
+the output kept for the page by ``MAX_NOTEBOOK_CHARS`` (all in ``grader/limits.py``). The kernel-side code
+gets the sizes it needs from here, written into the code that calls it (``setup_code``, ``ask``).
 """
 
 from __future__ import annotations
@@ -22,15 +23,19 @@ from pathlib import Path
 
 import nbformat
 
-from grader import hidden, replies, verdicts
-from grader.kernel import MAX_CHARS, MAX_LINES, MAX_NOTEBOOK_CHARS, OVERSIZED, Kernel
+from grader import hidden, limits, replies, verdicts
+from grader.kernel import OVERSIZED, Kernel
 from grader.kernel_side import plain
-from grader.sandbox import KERNEL_SIDE  # shipped whole into every sandbox
+from grader.sandbox import HOME, KERNEL_SIDE  # shipped whole into every sandbox
 from tools import nbmeta
 from tools.paths import ROOT
 
 KILLED = 'raise RuntimeError("this cell stopped the kernel when it was graded, so the grader replaced it")'
-MAX_DEATHS = 3  # kernel deaths per submission, in cells and in probes together
+
+
+# The sizes the kernel side answers under (runner.answer), from grader/limits.py: it cannot import them.
+KERNEL_SIZES = {"request": limits.REQUEST_BUDGET, "reply_items": limits.REPLY_BUDGET["items"],
+                "error_chars": limits.KERNEL_ERROR_CHARS}
 
 
 @dataclass
@@ -42,7 +47,7 @@ class Run:
     sandbox: list[str] = field(default_factory=list)
 
     def note(self, text: str) -> None:
-        if text not in self.problems and len(self.problems) < 50:
+        if text not in self.problems and len(self.problems) < limits.MAX_PROBLEMS:
             self.problems.append(text)
 
 
@@ -68,7 +73,8 @@ def _in_kernel(source: str, **names) -> str:
 def setup_code(box: Path, read_roots: tuple) -> str:
     """Runs before the student's first cell: the kernel-side modules on the path, the monitor installed."""
     source = (f"import sys\nsys.path.insert(0, {str(KERNEL_SIDE.parent)!r})\nfrom kernel_side import monitor\n"
-              f"monitor.install({str(box)!r}, {tuple(read_roots)!r}, {str(ROOT)!r})")
+              f"monitor.install({str(box)!r}, {tuple(read_roots)!r}, {str(ROOT)!r}, {HOME!r}, "
+              f"{limits.MAX_KERNEL_EVENTS!r})")
     return _in_kernel(source)
 
 
@@ -83,7 +89,8 @@ REFUSALS = [("MemoryError", "memory limit"), ("Cannot allocate memory", "memory 
 
 def refusals(outputs: list) -> list[str]:
     """The sandbox's refusals that show in ``outputs`` (errors and printed tracebacks)."""
-    text = " ".join(f"{o.get('ename', '')} {o.get('evalue', '')} {o.get('text', '')}" for o in outputs)[:100_000]
+    text = " ".join(f"{o.get('ename', '')} {o.get('evalue', '')} {o.get('text', '')}" for o in outputs)
+    text = text[:limits.MAX_REFUSAL_CHARS]
     return sorted({what for sign, what in REFUSALS if sign in text})
 
 
@@ -100,7 +107,7 @@ def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, clock: Clock, set
     done: list[str] = []
     kernel.start()
     kernel.execute(setup, timeout)
-    room = MAX_NOTEBOOK_CHARS
+    room = limits.MAX_NOTEBOOK_CHARS
     for index, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
@@ -110,14 +117,14 @@ def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, clock: Clock, set
                      "the rest was not run")
             cell.outputs = []
             return done
-        result = kernel.execute(cell.source, clock.cap(timeout), max_chars=min(MAX_CHARS, room))
+        result = kernel.execute(cell.source, clock.cap(timeout), max_chars=min(limits.MAX_OUTPUT_CHARS, room))
         room -= result.chars
         cell.outputs = result.outputs
         for what in refusals(result.outputs):
             _event(run, f"{what} ({where})")
         if result.flooded:
-            run.note(f"{where} printed more than {MAX_LINES} lines or {MAX_CHARS} characters, or the notebook more "
-                      f"than {MAX_NOTEBOOK_CHARS}; the rest was cut")
+            run.note(f"{where} printed more than {limits.MAX_OUTPUT_LINES} lines or {limits.MAX_OUTPUT_CHARS} "
+                     f"characters, or the notebook more than {limits.MAX_NOTEBOOK_CHARS}; the rest was cut")
         if result.oversized:
             run.note(f"{where} {OVERSIZED}")
         if result.status == "timeout":
@@ -142,15 +149,15 @@ def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, clock: Clock, set
 
 
 def _event(run: Run, text: str) -> None:
-    if text not in run.sandbox and len(run.sandbox) < 20:
+    if text not in run.sandbox and len(run.sandbox) < limits.MAX_SANDBOX_EVENTS:
         run.sandbox.append(text)
 
 
 def _restart(kernel: Kernel, setup: str, sources: list[str], timeout: float, run: Run, clock: Clock) -> bool:
     """A new kernel with ``sources`` replayed, within the budget; False once the kernel died too often."""
     clock.deaths += 1
-    if clock.deaths > MAX_DEATHS:
-        run.note(f"the kernel stopped more than {MAX_DEATHS} times; the rest was not run")
+    if clock.deaths > limits.MAX_DEATHS:
+        run.note(f"the kernel stopped more than {limits.MAX_DEATHS} times; the rest was not run")
         return False
     if clock.left() <= 0:  # no new kernel once the budget is spent
         run.note(f"the submission used its whole time budget ({clock.budget:g} s)")
@@ -178,7 +185,8 @@ def ask(kernel: Kernel, box: Path, cases: dict, max_points: dict, watch: dict, t
         problems: list[str | None] = []
         for i, case in enumerate(group):
             (folder / str(i)).mkdir(parents=True, exist_ok=True)
-            tree = plain.encode({"probe": case.request.probe, "inputs": case.request.inputs}, folder / str(i))
+            tree = plain.encode({"probe": case.request.probe, "inputs": case.request.inputs}, folder / str(i),
+                                limits.REQUEST_BUDGET["items"])
             (folder / str(i) / "request.json").write_text(json.dumps(tree))
         if alive and not kernel.alive():
             alive = _restart(kernel, setup, replay, timeout, run, clock)
@@ -186,9 +194,9 @@ def ask(kernel: Kernel, box: Path, cases: dict, max_points: dict, watch: dict, t
             why = "the kernel stopped too often" if not alive else "the submission used its whole time budget"
             run.verdicts[gid] = verdicts.judge_cell(group, [f"not asked: {why}"] * len(group), max_points[gid])
             continue
-        code = _in_kernel("from kernel_side import runner\nrunner.answer(user, box, gid, n, watch)",
+        code = _in_kernel("from kernel_side import runner\nrunner.answer(user, box, gid, n, watch, sizes)",
                           user="globals()", box=repr(str(box)), gid=repr(gid), n=str(len(group)),
-                          watch=repr(tuple(watch.get(gid, ()))))
+                          watch=repr(tuple(watch.get(gid, ()))), sizes=repr(KERNEL_SIZES))
         result = kernel.execute(code, clock.cap(timeout), max_chars=0)
         seen: set = set()
         for i, case in enumerate(group):
@@ -212,9 +220,10 @@ def ask(kernel: Kernel, box: Path, cases: dict, max_points: dict, watch: dict, t
 
 def _events(box: Path, run: Run) -> None:
     try:
-        with plain.open_under(box, "out/events.log", 2**20) as f:
-            for line in f.read(64_000).decode("utf-8", "replace").splitlines()[:50]:
-                _event(run, line[:160])
+        with plain.open_under(box, "out/events.log", limits.MAX_EVENTS_BYTES) as f:
+            text = f.read(limits.MAX_EVENTS_CHARS).decode("utf-8", "replace")
+            for line in text.splitlines()[:limits.MAX_EVENT_LINES]:
+                _event(run, line[:limits.MAX_EVENT_CHARS])
     except Exception:  # noqa: BLE001 - no record: nothing to report
         pass
 

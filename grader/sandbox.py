@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import limits as sizes
 from grader.cgroups import CGROUP_ROOT, cgroup_version, control_groups
 from tools.paths import sandbox_mounts
 
@@ -28,18 +29,18 @@ UNSAFE = "UNSAFE_NO_SANDBOX"
 HOME = "/home/student"
 FIRST_UID = 61000  # root grading: each grading process claims a uid of its own from here on
 UID_LOCKS = Path("/run/lock/transformer-grader") if Path("/run/lock").is_dir() else Path("/tmp/transformer-grader")
-TMPFS_BYTES = 256 * 2**20  # the private /tmp, and HOME
-BOX_BYTES = 256 * 2**20    # the box (questions, answers, sockets): a tmpfs of its own when grading as root
 KERNEL_SIDE = Path(__file__).resolve().parent / "kernel_side"
 _claimed: tuple[int, int] | None = None  # (uid, fd of its lock), held until this process ends
 
 
 @dataclass
 class Limits:
-    memory_bytes: int = 6 * 2**30     # address space of each process
-    processes: int = 256              # threads count too
-    file_bytes: int = 64 * 2**20      # largest file it may write
-    cpu_seconds: int = 600
+    """One sandbox's limits: ``grader/limits.py``'s unless a caller (a test) chooses others."""
+
+    memory_bytes: int = sizes.MEMORY_BYTES    # address space of each process; the cgroup's memory as root
+    processes: int = sizes.PROCESSES          # threads count too
+    file_bytes: int = sizes.SANDBOX_FILE_BYTES  # largest file it may write
+    cpu_seconds: int = sizes.CPU_SECONDS
 
 
 def unsafe() -> bool:
@@ -78,7 +79,7 @@ def _mounts() -> list[str]:
             args += ["--symlink", os.readlink(top), str(top)]
         elif top.is_dir():
             args += ["--ro-bind", str(top), str(top)]
-    size = str(TMPFS_BYTES)  # a tmpfs lives in memory: bounded, so files cannot fill the machine's
+    size = str(sizes.TMPFS_BYTES)  # a tmpfs lives in memory: bounded, so files cannot fill the machine's
     args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--size", size, "--tmpfs", "/tmp",
              "--perms", "0755", "--size", size, "--tmpfs", "/home"]
     made: set[str] = set()
@@ -160,7 +161,7 @@ def limits_line(limits: Limits | None = None) -> str:
         kind = "v1" if len(groups) > 1 else "v2"
         return (f"limits: control groups ({kind}) bound the memory ({limits.memory_bytes // 2**30} GiB), processes "
                 f"({limits.processes}) and CPU share of each grading process's sandboxes; boxes are "
-                f"{BOX_BYTES // 2**20} MiB file systems")
+                f"{sizes.BOX_BYTES // 2**20} MiB file systems")
     why = "not root" if os.geteuid() != 0 else f"control groups {cgroup_version(CGROUP_ROOT)} cannot be used here"
     return (f"limits: WITHOUT control groups ({why}): each kernel process is bounded by rlimits only (address space "
             f"{limits.memory_bytes // 2**30} GiB, {limits.processes} processes, files of "
@@ -176,7 +177,8 @@ def new_box() -> Path:
     box = Path(tempfile.mkdtemp(prefix="grader-box-"))
     os.chmod(box, 0o755)
     if os.geteuid() == 0 and not unsafe():
-        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={BOX_BYTES},mode=0755,nosuid,nodev", "tmpfs", str(box)],
+        options = f"size={sizes.BOX_BYTES},mode=0755,nosuid,nodev"
+        subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(box)],
                        check=False, capture_output=True)
     (box / "in").mkdir(mode=0o755)
     (box / "out").mkdir(mode=0o755)
@@ -211,7 +213,7 @@ def sandbox_uid() -> int | None:
         import fcntl
 
         UID_LOCKS.mkdir(mode=0o700, parents=True, exist_ok=True)
-        for uid in range(FIRST_UID, FIRST_UID + 4096):
+        for uid in range(FIRST_UID, FIRST_UID + sizes.SANDBOX_UIDS):
             fd = os.open(UID_LOCKS / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -221,7 +223,7 @@ def sandbox_uid() -> int | None:
             _claimed = (uid, fd)
             break
         else:
-            raise RuntimeError(f"no free sandbox uid in {FIRST_UID}..{FIRST_UID + 4095}")
+            raise RuntimeError(f"no free sandbox uid in {FIRST_UID}..{FIRST_UID + sizes.SANDBOX_UIDS - 1}")
     return _claimed[0]
 
 
@@ -231,7 +233,7 @@ def forget_uid() -> None:
     _claimed = _cgroups = None
 
 
-def reap(wait: float = 5.0) -> int:
+def reap(wait: float = sizes.REAP_S) -> int:
     """Kill whatever still runs as this process's sandbox uid (a sandbox going away); how many were left.
 
     A sandbox's processes die with it, but not in an instant; the next sandbox waits for them, so

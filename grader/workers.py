@@ -17,7 +17,7 @@ import time
 from multiprocessing.connection import wait
 from typing import Callable
 
-from grader import sandbox
+from grader import limits, sandbox
 
 
 def _serve(conn, work: Callable) -> None:
@@ -48,13 +48,13 @@ class _Worker:
             self.conn.send(None)
         except OSError:
             pass
-        self.process.join(5)
+        self.process.join(limits.WORKER_STOP_S)
         if self.process.is_alive():
             self.kill()
 
     def kill(self) -> None:
         self.process.kill()
-        self.process.join(10)  # a process stuck in the kernel may not go at once: the run does not wait on it
+        self.process.join(limits.WORKER_KILL_S)  # one stuck in the kernel may not go at once: the run goes on
 
 
 def run_all(jobs: list, work: Callable, workers: int, done: Callable, failed: Callable,
@@ -105,7 +105,7 @@ def _collect(w: _Worker, ctx, work, pool: list, done: Callable, failed: Callable
     try:
         got, result, error = w.conn.recv()
     except (EOFError, OSError):  # the worker died while grading this submission
-        w.process.join(5)
+        w.process.join(limits.WORKER_STOP_S)
         failed(key, f"the grading worker stopped while grading this file (exit code {w.process.exitcode}); "
                     "it was not graded")
         pool[pool.index(w)] = _Worker(ctx, work)

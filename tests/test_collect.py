@@ -7,7 +7,7 @@ import zipfile
 
 import nbformat
 
-from grader import collect
+from grader import collect, limits
 
 A = "04_queries_keys_values"
 
@@ -48,10 +48,10 @@ def test_a_notebook_in_a_zip_is_read_in_memory(tmp_path):
 
 
 def test_a_file_over_the_size_cap_is_read_no_further_than_the_cap(tmp_path):
-    sub = _one(tmp_path, "heidi.ipynb", b" " * (collect.MAX_FILE_BYTES + 100))
-    assert len(sub.read()) == collect.MAX_FILE_BYTES + 1
+    sub = _one(tmp_path, "heidi.ipynb", b" " * (limits.MAX_FILE_BYTES + 100))
+    assert len(sub.read()) == limits.MAX_FILE_BYTES + 1
     assert collect.read_notebook(sub) is None
-    assert sub.problems == [f"not graded: the file is larger than {collect.MAX_FILE_BYTES // 2**20} MiB"]
+    assert sub.problems == [f"not graded: the file is larger than {limits.MAX_FILE_BYTES // 2**20} MiB"]
 
 
 def test_a_row_not_to_be_graded_is_never_read(tmp_path):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import course
+from grader import course, limits
 from tools.paths import assignments
 
 A, B, C = assignments()[0], assignments()[2], assignments()[5]  # 5, 10 and 5 points: 20 in all
@@ -254,7 +254,7 @@ def _png_height(png: bytes) -> int:
 def test_a_class_over_the_cut_off_gets_no_heat_map(grading, monkeypatch):
     rows, term = course.join(grading), course.graded(grading)
     with_map, alt = course.picture(rows, term)
-    monkeypatch.setattr(course, "HEATMAP_MAX_STUDENTS", len(rows) - 1)
+    monkeypatch.setattr(limits, "HEATMAP_MAX_STUDENTS", len(rows) - 1)
     without, alt_without = course.picture(rows, term)
     assert "A heat map" in alt and f"No heat map: the class has more than {len(rows) - 1} students" in alt_without
     assert _png_height(with_map) > _png_height(without)

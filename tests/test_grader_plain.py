@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from grader import limits
 from grader.kernel_side import plain
 from grader.replies import read_reply
 
@@ -85,8 +86,8 @@ def test_one_array_named_many_times_costs_each_time(tmp_path):
     np.save(tmp_path / "1.npy", np.zeros(2**20))  # 8 MiB of float64
     tree = [{"array": "1.npy", "torch": None}] * 30
     with pytest.raises(ValueError, match="budget"):
-        plain.decode(tree, str(tmp_path), budget=plain.Budget())
-    assert len(plain.decode(tree[:3], str(tmp_path), budget=plain.Budget())) == 3
+        plain.decode(tree, str(tmp_path), budget=plain.Budget(**limits.REPLY_BUDGET))
+    assert len(plain.decode(tree[:3], str(tmp_path), budget=plain.Budget(**limits.REPLY_BUDGET))) == 3
 
 
 def test_an_array_header_that_promises_more_than_the_budget_is_refused_before_reading(tmp_path):
@@ -123,7 +124,7 @@ def test_values_keys_and_depth_are_bounded(tree, what, tmp_path):
 
 def test_a_reply_file_over_its_size_is_malformed(tmp_path):
     (tmp_path / "r").mkdir()
-    (tmp_path / "r" / "reply.json").write_text('{"ok": "' + "x" * (plain.MAX_JSON_BYTES + 10) + '"}')
+    (tmp_path / "r" / "reply.json").write_text('{"ok": "' + "x" * (limits.REPLY_BUDGET["json_bytes"] + 10) + '"}')
     assert read_reply(tmp_path / "r")[0] == "malformed"
 
 

@@ -59,11 +59,11 @@ def _const(module: str, name: str, default: int) -> int:
         return default
 
 
-MAX_FILE_BYTES = _const("grader.collect", "MAX_FILE_BYTES", 16 * MIB)
-MAX_CELLS = _const("grader.collect", "MAX_CELLS", 500)
-MAX_CELL_CHARS = _const("grader.collect", "MAX_CELL_CHARS", 200_000)
-MAX_NOTEBOOK_CHARS = _const("grader.kernel", "MAX_NOTEBOOK_CHARS", 4_000_000)
-MAX_PAGE_BYTES = _const("grader.feedback", "MAX_PAGE_BYTES", 16 * MIB)
+MAX_FILE_BYTES = _const("grader.limits", "MAX_FILE_BYTES", 16 * MIB)
+MAX_CELLS = _const("grader.limits", "MAX_CELLS", 500)
+MAX_CELL_CHARS = _const("grader.limits", "MAX_CELL_CHARS", 200_000)
+MAX_NOTEBOOK_CHARS = _const("grader.limits", "MAX_NOTEBOOK_CHARS", 4_000_000)
+MAX_PAGE_BYTES = _const("grader.limits", "MAX_PAGE_BYTES", 16 * MIB)
 
 
 def source(name: str, **values: str) -> str:

@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from grader import collect, intake
+from grader import collect, limits
 
 A = "04_queries_keys_values"
 NB = b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
@@ -278,15 +278,15 @@ def test_a_zip_bomb_that_lies_about_its_size_inflates_no_more_than_the_caps(tmp_
         sub.read()  # zipfile stops at the declared 12 MiB; the CRC then fails
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
-    assert peak < 2 * collect.MAX_FILE_BYTES, peak
-    monkeypatch.setattr(intake, "MAX_RATIO", 20)  # the ratio is checked on what is inflated, as it is inflated
+    assert peak < 2 * limits.MAX_FILE_BYTES, peak
+    monkeypatch.setattr(limits, "MAX_ZIP_RATIO", 20)  # the ratio is checked on what is inflated, as it is inflated
     with pytest.raises(collect.Unreadable, match="compressed more than 20:1"):
         sub.read()
 
 
 def test_a_zip_of_too_many_members_is_refused_before_anything_is_read(tmp_path):
     with zipfile.ZipFile(tmp_path / "many.zip", "w") as z:
-        for i in range(intake.MAX_MEMBERS + 1):
+        for i in range(limits.MAX_ZIP_MEMBERS + 1):
             z.writestr(f"s{i}.ipynb", b"")
     refused = r"^SUBMISSIONS: expected a \.zip of at most 10000 members, got 10001"
     with pytest.raises(collect.SourceError, match=refused):

@@ -124,7 +124,7 @@ print("sent")
 
 def test_a_message_whose_json_could_never_be_kept_is_not_decoded():
     """Before: its 15 MB were decoded into 200 MiB of Python objects, then cut as a flood anyway (a cell keeps
-    MAX_CHARS characters, and JSON spends at most 6 bytes on one)."""
+    MAX_OUTPUT_CHARS characters, and JSON spends at most 6 bytes on one)."""
     got = grade(DENSE_JSON, "print('after')")
     assert got["peak"] - got["base"] < 64 * 2**20, f"grading took {(got['peak'] - got['base']) / 2**20:.0f} MiB"
     assert any("printed more than" in p for p in got["problems"]), got["problems"]

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from grader import sandbox
-from grader.kernel import MAX_CHARS, Kernel
+from grader.kernel import Kernel
+from grader.limits import MAX_OUTPUT_CHARS
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +36,7 @@ def test_a_flood_of_metadata_is_cut_at_the_cells_limit():
     out = run_in_kernel(FLOOD)
     kept = sum(len(str(o.get("metadata", ""))) for o in out.outputs)
     assert out.status == "ok" and out.flooded
-    assert kept <= MAX_CHARS, kept  # the old count (text and data only) kept all 40 MB of it
+    assert kept <= MAX_OUTPUT_CHARS, kept  # the old count (text and data only) kept all 40 MB of it
 
 
 SPLIT_PRINTS = """

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from grader import progress, report
+from grader import limits, progress, report
 from grader.progress import Progress
 
 
@@ -106,7 +106,7 @@ def test_the_closing_summary_fits_a_screen_for_a_class_of_300(capsys, tmp_path):
     text = capsys.readouterr().out
     assert len(text.splitlines()) <= 40, text
     assert "100 of 300 submission(s) need your attention" in text
-    assert f"... and {100 - report.ATTENTION_SHOWN} more: see grades.csv" in text
+    assert f"... and {100 - limits.ATTENTION_SHOWN} more: see grades.csv" in text
     assert "s000: a problem" in text and "s297: a problem" not in text
 
 

@@ -10,18 +10,22 @@ import sys
 import types
 
 
-def install(box: str, read_roots: tuple, repo: str) -> None:
-    """Record writes and reads outside the kernel's folders, network use, processes and signals."""
+def install(box: str, read_roots: tuple, repo: str, home: str, max_events: int) -> None:
+    """Record writes and reads outside the kernel's folders, network use, processes and signals.
+
+    ``home``: the sandbox's HOME; ``max_events``: how many different things are recorded at most. Both are the
+    grader's (``grader.sandbox.HOME``, ``grader.limits.MAX_KERNEL_EVENTS``), written into the code that calls this.
+    """
     # Its own: /tmp, HOME, its answers folder. Not its own, even where they lie under /tmp on the host:
     # the folders the grader binds in (the package, the environment, the box) and the repository.
-    mine = ("/tmp/", "/home/student", box + "/out", "/dev/null", "/dev/shm")
+    mine = ("/tmp/", home, box + "/out", "/dev/null", "/dev/shm")
     not_mine = tuple(read_roots) + (box, repo)
     allowed_read = mine + tuple(read_roots) + ("/usr", "/dev", "/proc/self", "/proc/thread-self", "/etc", "/sys")
     seen = sys.modules.setdefault("__grader_events__", types.SimpleNamespace(events=[])).events
     log = open(box + "/out/events.log", "a", buffering=1)  # written as it happens: a kernel that dies keeps it
 
     def note(text):
-        if text not in seen and len(seen) < 50:
+        if text not in seen and len(seen) < max_events:
             seen.append(text)
             try:
                 log.write(text.replace("\n", " ") + "\n")

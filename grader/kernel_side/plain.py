@@ -7,6 +7,10 @@ refusing anything that is not plain data (a pickle, a link, a pipe, an object ar
 that would cost the reader more than the budget: bytes of arrays (every reference counted, so one
 file named a thousand times costs a thousand times), values, depth, keys of one dict. Arrays are
 never dict keys.
+
+No size is written here: every budget is its caller's. The trusted side's come from ``grader/limits.py``
+(``grader.replies`` makes ``REPLY_BUDGET`` this process's default); in the kernel, ``runner.answer`` is
+handed its budgets by the code the grader runs there, since this folder cannot import the grader.
 """
 
 from __future__ import annotations
@@ -18,8 +22,6 @@ import stat
 
 import numpy as np
 
-MAX_BYTES = 64 * 2**20      # one array file
-MAX_JSON_BYTES = 2**20      # one reply's JSON tree (arrays are files of their own)
 ARRAY_KINDS = "biuf"        # bool, int, unsigned, float: nothing that can hold an object
 TORCH_DTYPES = {f"torch.{n}": n for n in ("bool", "uint8", "int8", "int16", "int32", "int64", "float16", "bfloat16",
                                            "float32", "float64", "complex64", "complex128")}
@@ -27,11 +29,14 @@ TORCH_DTYPES = {f"torch.{n}": n for n in ("bool", "uint8", "int8", "int16", "int
 
 class Budget:
     """What one decode may cost: values, nesting depth, keys of one dict, bytes of arrays (as read and as
-    converted to the tensor's dtype), numbers in arrays (what a judge may turn into Python numbers)."""
+    converted to the tensor's dtype), dimensions of one array, numbers in arrays (what a judge may turn into
+    Python numbers); and the largest array file, JSON file and ``.npy`` header it opens. Every size is the
+    caller's (``grader.limits.REPLY_BUDGET`` and ``REQUEST_BUDGET`` name them all)."""
 
-    def __init__(self, items=10_000, depth=32, keys=1_000, array_bytes=32 * 2**20, dims=8, elements=4_000_000):
+    def __init__(self, *, items, depth, keys, array_bytes, dims, elements, file_bytes, json_bytes, header_bytes):
         self.items, self.depth, self.keys, self.array_bytes, self.dims = items, depth, keys, array_bytes, dims
-        self.elements = elements
+        self.elements, self.file_bytes, self.json_bytes = elements, file_bytes, json_bytes
+        self.header_bytes = header_bytes
 
     def take(self, what: str, n: int = 1) -> None:
         left = getattr(self, what) - n
@@ -40,12 +45,31 @@ class Budget:
         setattr(self, what, left)
 
 
-def encode(obj, folder, _count=None):
-    """A JSON-able tree for ``obj``; its arrays are written to ``folder`` as ``<n>.npy``."""
+_default: dict = {}  # the sizes of this process's budget when a caller names none: see set_default
+
+
+def set_default(sizes: dict) -> None:
+    """Make ``sizes`` (all of :class:`Budget`'s) the budget of every ``decode`` and ``encode`` that names none."""
+    Budget(**sizes)  # all of them, and no other
+    _default.clear()
+    _default.update(sizes)
+
+
+def default_budget() -> Budget:
+    """A new budget of this process's default sizes (:func:`set_default`); none set is an error, never no bound."""
+    if not _default:
+        raise RuntimeError("plain: no budget was set in this process (grader.replies sets grader.limits')")
+    return Budget(**_default)
+
+
+def encode(obj, folder, max_items=None, _count=None):
+    """A JSON-able tree for ``obj``; its arrays are written to ``folder`` as ``<n>.npy``. At most ``max_items``
+    values (the reader's budget; the default budget's when None), since the reader would refuse more."""
+    max_items = default_budget().items if max_items is None else max_items
     count = [0] if _count is None else _count
     count[0] += 1
-    if count[0] > Budget().items:  # more would be refused by the reader
-        raise ValueError(f"reply: expected at most {Budget().items} values, got more")
+    if count[0] > max_items:  # more would be refused by the reader
+        raise ValueError(f"reply: expected at most {max_items} values, got more")
     if obj is None or isinstance(obj, (bool, str)):
         return obj
     if isinstance(obj, (int, float)) and type(obj) in (int, float):
@@ -64,13 +88,14 @@ def encode(obj, folder, _count=None):
     elif isinstance(obj, np.generic):
         return {"scalar": obj.item(), "dtype": str(obj.dtype)}
     elif isinstance(obj, list):
-        return [encode(x, folder, count) for x in obj]
+        return [encode(x, folder, max_items, count) for x in obj]
     elif isinstance(obj, tuple):
-        return {"tuple": [encode(x, folder, count) for x in obj]}
+        return {"tuple": [encode(x, folder, max_items, count) for x in obj]}
     elif isinstance(obj, dict):
         if all(type(k) is str for k in obj):
-            return {"dict": {k: encode(v, folder, count) for k, v in obj.items()}}
-        return {"items": [[encode(k, folder, count), encode(v, folder, count)] for k, v in obj.items()]}
+            return {"dict": {k: encode(v, folder, max_items, count) for k, v in obj.items()}}
+        return {"items": [[encode(k, folder, max_items, count), encode(v, folder, max_items, count)]
+                          for k, v in obj.items()]}
     else:
         return {"object": type(obj).__name__[:100]}
     if arr.dtype.kind not in ARRAY_KINDS + "c":
@@ -80,7 +105,7 @@ def encode(obj, folder, _count=None):
     return {"array": name, "torch": tensor}
 
 
-def open_under(root, rel, limit: int = MAX_BYTES):
+def open_under(root, rel, limit: int):
     """The regular file ``root/rel``, opened for reading without following a link anywhere below
     ``root`` and without waiting on a pipe; at most ``limit`` bytes. ``root`` is trusted, ``rel`` is not."""
     parts = [p for p in str(rel).split("/") if p not in ("", ".")]
@@ -103,7 +128,7 @@ def open_under(root, rel, limit: int = MAX_BYTES):
     return f
 
 
-def read_json(root, rel, limit: int = MAX_JSON_BYTES):
+def read_json(root, rel, limit: int):
     """The JSON file ``root/rel`` (see :func:`open_under`), at most ``limit`` bytes."""
     with open_under(root, rel, limit) as f:
         return json.loads(f.read(limit + 1))
@@ -114,7 +139,7 @@ def decode(tree, folder, tensors=True, budget: Budget | None = None, _depth=0):
 
     ``folder`` holds the arrays: a path, or ``(root, rel)`` when only ``root`` is trusted.
     """
-    budget = Budget() if budget is None else budget
+    budget = default_budget() if budget is None else budget
     budget.take("items")
     if _depth > budget.depth:
         raise ValueError("reply: nested deeper than its budget")
@@ -170,7 +195,7 @@ def _array(tree, folder, tensors, budget):
     if not re.fullmatch(r"[0-9]{1,9}\.npy", name):
         raise ValueError(f"reply: expected an array file <n>.npy, got {name[:40]!r}")
     root, rel = folder if isinstance(folder, tuple) else (folder, "")
-    with open_under(root, f"{rel}/{name}") as f:
+    with open_under(root, f"{rel}/{name}", budget.file_bytes) as f:
         arr = _load(f, name, budget)
     if not tensors or not tree.get("torch"):
         return arr
@@ -191,7 +216,7 @@ def _load(f, name, budget):
     header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}.get(version)
     if header is None:
         raise ValueError(f"{name}: expected an .npy file of version 1 or 2")
-    shape, fortran, dtype = header(f, max_header_size=10_000)
+    shape, fortran, dtype = header(f, max_header_size=budget.header_bytes)
     if dtype.kind not in ARRAY_KINDS + "c" or dtype.hasobject or len(shape) > budget.dims:
         raise ValueError(f"{name}: expected an array of numbers of at most {budget.dims} dimensions")
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1

@@ -4,6 +4,10 @@ The grader wrote every question as plain data in ``<box>/in/<grade id>/<case>/re
 reply goes to ``<box>/out/<grade id>/<case>/reply.json`` (with its arrays beside it). While a probe
 calls the student's code, the forbidden callables the grader named are watched for
 (``forbidden_calls``); what ran is reported in the reply's ``"ran"``, as the kernel saw it.
+
+Its sizes are the grader's (``grader/limits.py``), written into the code that calls :func:`answer`
+(``grader/run.py``): this folder never imports the grader. The grader reads every reply under its own
+budget, whatever these say.
 """
 
 from __future__ import annotations
@@ -14,25 +18,29 @@ import os
 from . import plain, probes
 
 
-def answer(user: dict, box: str, gid: str, n: int, watch: tuple = ()) -> None:
-    """Reply to the ``n`` questions of grade cell ``gid`` with the student's namespace ``user``."""
+def answer(user: dict, box: str, gid: str, n: int, watch: tuple, sizes: dict) -> None:
+    """Reply to the ``n`` questions of grade cell ``gid`` with the student's namespace ``user``.
+
+    ``sizes``: ``request`` (the :class:`plain.Budget` a question is read under), ``reply_items`` (the values a
+    reply may hold: the grader's reader refuses more) and ``error_chars`` (of an error's message kept).
+    """
     for i in range(n):
         where = os.path.join(box, "in", gid, str(i))
         there = os.path.join(box, "out", gid, str(i))
         os.makedirs(there, exist_ok=True)
         ran: list = []
         try:
-            req = plain.decode(plain.read_json(where, "request.json"), where, True,
-                               plain.Budget(array_bytes=2**30, items=10**6, keys=10**5))
+            budget = plain.Budget(**sizes["request"])
+            req = plain.decode(plain.read_json(where, "request.json", budget.json_bytes), where, True, budget)
             fn = probes.resolve(req["probe"])
             with _watching(watch) as seen:
                 try:
                     value = fn(user, **req["inputs"])
                 finally:
                     ran = list(seen)
-            reply = {"ok": plain.encode(value, there)}
+            reply = {"ok": plain.encode(value, there, sizes["reply_items"])}
         except Exception as exc:  # noqa: BLE001 - the student's error is the reply
-            text = str(exc).splitlines()[0][:200] if str(exc) else ""
+            text = str(exc).splitlines()[0][:sizes["error_chars"]] if str(exc) else ""
             reply = {"error": type(exc).__name__ + (": " + text if text else "")}
         reply["ran"] = sorted(set(map(str, ran)))
         with open(os.path.join(there, "reply.json"), "w") as f:

@@ -150,7 +150,7 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
         opts.seed = int(previous["seed"])
     if opts.only and (unknown := sorted(set(opts.only) - {s.student for s in subs})):
         print(f"--only: expected students of this folder, got {unknown}; they are: "
-              f"{sorted(s.student for s in subs)[:50]}", file=sys.stderr)
+              f"{sorted(s.student for s in subs)[:limits.NAMES_SHOWN]}", file=sys.stderr)
         return 2
     return _grade(assignment, subs, out, opts)
 

@@ -77,11 +77,11 @@ class Kernel:
 
     def start(self) -> None:
         """A fresh kernel in a fresh sandbox; one more try if the first does not answer."""
-        for attempt in range(2):
+        for attempt in range(limits.KERNEL_STARTS):
             try:
                 return self._start()
             except RuntimeError:
-                if attempt:
+                if attempt == limits.KERNEL_STARTS - 1:
                     raise
 
     def _start(self) -> None:
@@ -262,7 +262,8 @@ def _take(out: Outcome, msg: dict, max_chars: int) -> None:
     if msg["msg_type"] == "error":
         out.status = "error"
         evalue = str(node.evalue)[:limits.MAX_ERROR_CHARS].splitlines()  # cut before it is split: the kernel's length
-        out.error = f"{str(node.ename)[:100]}: {evalue[0][:200] if evalue else ''}"
+        line = evalue[0][:limits.ERROR_LINE_CHARS] if evalue else ""
+        out.error = f"{str(node.ename)[:limits.ERROR_NAME_CHARS]}: {line}"
     size = len(str(msg["content"]))  # everything the output carries: text, data, metadata, traceback
     n = str(node.get("text", "")).count("\n")
     if out.lines + n > limits.MAX_OUTPUT_LINES or out.chars + size > max_chars:

@@ -54,6 +54,8 @@ MAX_DECODED_BYTES = 6 * MAX_OUTPUT_CHARS  # JSON content of one message decoded:
 MAX_HEADER_BYTES = 64 * KIB    # a message's header, parent header or metadata: larger, it is skipped (ipykernel's:
                                # < 1 KiB)
 MAX_ERROR_CHARS = 400          # characters of an error's value read from an output before it is cut to one line
+ERROR_NAME_CHARS = 100         # characters kept of an error's type name (the kernel chose it)
+ERROR_LINE_CHARS = 200         # characters kept of the first line of an error's value
 
 # --- The sandbox: what one kernel may hold (grader/sandbox.py, grader/cgroups.py) --------------------------
 MEMORY_BYTES = 6 * GIB         # address space of each kernel process (rlimit), and as root the memory of all of a
@@ -77,6 +79,7 @@ CELL_TIMEOUT_S = 60            # one cell (nbgrader_config.py's c.Execute.timeou
                                # exercise runs in well under a second
 BUDGET_TIMEOUTS = 10           # a submission's whole time budget (cells, replays, probes), in cell timeouts
 READY_S = 60                   # to start the kernel and import its libraries (PyTorch alone takes seconds)
+KERNEL_STARTS = 2              # tries to start a kernel that does not answer (a busy machine), each within READY_S
 SEND_S = 10                    # to hand the kernel one request (its ZeroMQ thread reads them even while a cell runs)
 INTERRUPT_S = 3                # an interrupted kernel has this long to become idle before it is killed
 ENDING_S = 2                   # a kernel that closed its sockets has this long to end, so its exit status is known
@@ -123,5 +126,6 @@ FAILURES_SHOWN = 10            # failures listed under a grade cell on its page;
 TRACEBACK_LINES = 60           # lines of one traceback kept on a page
 ATTENTION_SHOWN = 15           # rows that need attention listed at the end of a run; the rest are in grades.csv
 LINE_CHARS = 160               # characters of one attention line on the terminal
+NAMES_SHOWN = 50               # student ids listed in an error message about --only
 CELL_TEXT_CHARS = 2000         # characters of any text the report writes into one CSV cell or line
 HEATMAP_MAX_STUDENTS = 40      # the course page draws a heat map of students only up to this class size

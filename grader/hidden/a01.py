@@ -1,8 +1,9 @@
 """Hidden tests of assignment 01, tokenization (references: byte-pair counting and merging written out here).
 
 Exercise 1 is worked by hand on the exercise's own vocabulary: its questions are fixed, not drawn from the seed.
-Every other input comes from the run's seed; whether a function left its input unchanged is only reported
-(the kernel alone sees its inputs after the call).
+Every other input comes from the run's seed. Exercises 2 and 3 must leave their input as it was: a second call
+on the very same dict is scored (a function that changed its input answers it wrongly); the input after the call,
+which only the kernel sees, is reported beside it.
 """
 
 from __future__ import annotations
@@ -136,6 +137,20 @@ def _kept(arglists, names):
     return _each(arglists, lambda args_after, *args: unchanged(list(args), args_after, names), after=True)
 
 
+def _again(n, problem_of):
+    """A judge of :func:`call_again`'s replies: ``n`` results of calls on the same input, each checked by
+    ``problem_of``; the first problem."""
+    def judge(replies):
+        replies = items(replies, n, "the results, one per call")
+        for i, got in enumerate(replies):
+            problem = problem_of(got, i)
+            if problem:
+                return problem if i == 0 else (f"a later call on the same input: {problem} (does the function change "
+                                               "the dict it was given? work on a new one)")
+        return None
+    return judge
+
+
 def _each_request(name, arglists):
     return Request("a01.call_each", {"name": name, "arglists": [list(a) for a in arglists]})
 
@@ -150,6 +165,11 @@ def ex2_count_pairs(seed: int):
     arglists = [[_random_words(g, symbols, (1, 8), (1, 7))] for _ in range(6)]
     yield Case("count_pairs on 6 random vocabularies of the symbols a, b, c, ab, bc, abc (words of 1 to 6 symbols, "
                "exact counts)", _each_request("count_pairs", arglists), _each(arglists, _count_problem))
+    again = _random_words(g, symbols, (3, 8), (2, 7))
+    yield Case("count_pairs called twice on one and the same dict, as a caller may: both answers right (exact counts; "
+               "a function that changes its input answers the second call wrongly)",
+               Request("a01.call_again", {"name": "count_pairs", "words": again}),
+               _again(2, lambda got, _i: _count_problem(got, again)))
     yield Case("count_pairs leaves its input unchanged", _each_request("count_pairs", arglists),
                _kept(arglists, ["words"]), scored=False)
 
@@ -210,6 +230,14 @@ def ex3_merge_pair(seed: int):
     yield Case("merge_pair on 30 random vocabularies of the symbols a, b, ab, with a pair that occurs (exact)",
                _each_request("merge_pair", drawn), _each(drawn, _merge_problem))
     arglists += drawn
+    words = _random_words(g, symbols, (3, 8), (2, 8))
+    words[("a", "b", "a")] = words.get(("a", "b", "a"), 0) + 1   # a merge of (a, b) changes what (b, a) finds
+    pairs = [("a", "b"), ("b", "a"), ("ab", "a"), ("a", "a")]
+    yield Case("merge_pair called on one and the same dict of random words with the pairs (a, b), (b, a), (ab, a), "
+               "(a, a) in turn, as a caller may: each answer the merge of the words it was given (exact; a function "
+               "that changes its input answers the later calls wrongly)",
+               Request("a01.call_again", {"name": "merge_pair", "words": words, "pairs": [list(p) for p in pairs]}),
+               _again(len(pairs), lambda got, i: _merge_problem(got, pairs[i], words)))
     yield Case("merge_pair leaves its inputs unchanged", _each_request("merge_pair", arglists),
                _kept(arglists, ["pair", "words"]), scored=False)
 

@@ -177,6 +177,7 @@ RIGHT = {
 
 KEEPS_INPUTS = {"ex2_answer": "changed its input", "ex3_answer": "changed its input"}
 
-# Wrong only in changing the caller's dict: only the kernel sees its inputs after the call, so the hidden tests report
-# it (unscored); the visible check rejects it (KEEPS_INPUTS).
-REPORTED_ONLY = {("ex2_answer", "empties the input"), ("ex3_answer", "changes the input")}
+# Wrong only in changing the caller's dict ("empties the input", "changes the input"): the hidden tests call the
+# function a second time on the very same dict and score that answer too; the input after the call, which only the
+# kernel sees, is reported beside it. The visible check rejects them too (KEEPS_INPUTS).
+REPORTED_ONLY: set = set()

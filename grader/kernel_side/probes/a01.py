@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 
 def call_each(user, name, arglists):
     """``name(*args)`` for every ``args`` of ``arglists``: the results and the arguments after each call."""
@@ -12,6 +14,15 @@ def call_each(user, name, arglists):
         out = fn(*args)
         replies.append({"out": out, "args": args})
     return replies
+
+
+def call_again(user, name, words, pairs=None):
+    """The function called on one and the same dict ``words`` several times, as a caller would: ``name(words)``
+    twice, or ``name(pair, words)`` for every ``pair`` of ``pairs``; each result copied as soon as it is returned
+    (a later call may change a dict it returned)."""
+    fn = user[name]
+    calls = [[words]] * 2 if pairs is None else [[tuple(pair), words] for pair in pairs]
+    return [copy.deepcopy(fn(*args)) for args in calls]
 
 
 def tokenizer(user, texts, text=None, ids=None):

@@ -53,9 +53,12 @@ TOKEN_ID_DTYPES = (torch.int64, torch.int32)  # what indexing an embedding matri
 
 
 def require_token_ids(name: str, ids, vocab_size: int | None = None, ranks: tuple[int, ...] | None = None,
-                      layout: str = "(batch, seq)", what: str = "token ids") -> torch.Tensor:
+                      layout: str = "(batch, seq)", what: str = "token ids", max_len: int | None = None,
+                      offset: int = 0) -> torch.Tensor:
     """The one check of token ids (and token types): an int64 or int32 tensor, with a number of dimensions
-    in ``ranks`` (if given, spelled by ``layout``), every value in ``[0, vocab_size)`` (if given)."""
+    in ``ranks`` (if given, spelled by ``layout``), every value in ``[0, vocab_size)`` (if given), and, if
+    ``max_len`` is given, a sequence (the last dimension) that ends at most at position ``max_len`` when its
+    first id is at position ``offset`` (:func:`require_max_len`)."""
     if ranks is None:
         require_tensor(name, ids)
     else:
@@ -65,6 +68,8 @@ def require_token_ids(name: str, ids, vocab_size: int | None = None, ranks: tupl
     if vocab_size is not None and ids.numel() and not 0 <= int(ids.min()) <= int(ids.max()) < vocab_size:
         raise ValueError(f"{name}: expected {what} in [0, {vocab_size - 1}], "
                          f"got values in [{int(ids.min())}, {int(ids.max())}]")
+    if max_len is not None:
+        require_max_len(name, offset + ids.shape[-1], max_len, "the model")
     return ids
 
 
@@ -168,6 +173,25 @@ def require_last_dim(name: str, x, size: int, size_name: str = "d_model") -> tor
     if x.dim() < 1 or x.shape[-1] != size:
         raise ValueError(f"{name}: expected {size_name}={size} in the last dimension, got shape {shape_str(x)}")
     return x
+
+
+def require_sizes(name: str, x, sizes: tuple[int | None, ...], layout: str) -> torch.Tensor:
+    """A tensor of ``len(sizes)`` dimensions (checked before) whose sizes are ``sizes``, None for any size;
+    ``layout`` spells them, e.g. ``"(batch=2, T_k, d_model=16)"``."""
+    require_tensor(name, x)
+    if any(want is not None and got != want for got, want in zip(x.shape, sizes)):
+        raise ValueError(f"{name}: expected {layout}, got {shape_str(x)}")
+    return x
+
+
+def require_max_len(name: str, length: int, max_len: int, build: str = "the encoding") -> int:
+    """The one check of a sequence's length: ``length`` positions (cached ones included) need at most
+    ``max_len``, the rows of a table of positions. It is made where a sequence enters: a model's ids, a
+    positional encoding, an attention layer with RoPE. ``build`` names what to build with a larger max_len."""
+    if length > max_len:
+        raise ValueError(f"{name}: expected a sequence of at most max_len={max_len} positions, got {length}; "
+                         f"build {build} with a larger max_len")
+    return length
 
 
 def require_mask(name: str, mask, target: tuple[int, ...], layout: str, bias: bool = False) -> torch.Tensor:

@@ -43,16 +43,14 @@ class _Embed(nn.Module):
         """``ids (batch, seq)`` -> ``(batch, seq, d_model)``; ``offset``: the position of the first of ``ids``
         (the length of a key/value cache). The models' ids enter here, and a chapter may call it alone: it is
         where they are checked, once (the models embed before they build their masks)."""
-        require_token_ids(self.name, ids, self.tokens.vocab_size, ranks=(2,))
-        if offset + ids.shape[1] > self.max_len:
-            raise ValueError(f"ids: expected at most max_len={self.max_len} positions, got {offset + ids.shape[1]}")
+        require_token_ids(self.name, ids, self.tokens.vocab_size, ranks=(2,), max_len=self.max_len, offset=offset)
         if token_type_ids is not None:
             _check_types(token_type_ids, ids, self.type_vocab_size)
         x = self.tokens._lookup(ids)  # (batch, seq) -> (batch, seq, d_model)
         if self.types is not None:  # no types given: every token is of type 0
             x = x + self.types._lookup(torch.zeros_like(ids) if token_type_ids is None else token_type_ids)
-        if self.positions is not None:
-            x = self.positions(x, offset)
+        if self.positions is not None:  # the length was checked with the ids
+            x = self.positions._add(x, offset)  # (batch, seq, d_model)
         return self.drop(x if self.norm is None else self.norm(x))  # (batch, seq, d_model)
 
 

@@ -16,10 +16,12 @@ from ._validate import (
     require_divisible,
     require_float,
     require_kv_heads,
+    require_last_dim,
     require_mask,
+    require_max_len,
     require_positive_int,
     require_rank,
-    shape_str,
+    require_sizes,
 )
 from .attention import _scaled_dot_product_attention
 from .positional import RelativePositionBias, RotaryEmbedding
@@ -103,22 +105,12 @@ class MultiHeadAttention(nn.Module):
                 return_weights: bool = False, cache=None):
         self._check(x, memory, mask, cache)
         q, k, v = self._project(x, memory)  # (batch, heads, T_q, d_h), 2 x (batch, n_kv_heads, T_k, d_h)
-        offset = 0 if cache is None else cache.length  # the position of x's first row
-        if memory is None and self.rope is not None:
-            q, k = self.rope._rotate(q, offset), self.rope._rotate(k, offset)  # checked in _check and __init__
-        if cache is not None:
-            k, v = cache.append(k, v)  # (batch, n_kv_heads, offset + T_q, d_h): the past and the new
-        bias = None
-        if memory is None and self.relative_bias is not None:
-            bias = self.relative_bias(q.shape[2], k.shape[2], offset)  # (heads, T_q, T_k)
-        k, v = _repeat_kv(k, self.n_rep), _repeat_kv(v, self.n_rep)  # (batch, heads, T_k, d_h)
-        if mask is not None and mask.dim() == 3:
-            mask = mask[:, None]  # (batch, 1, T_q, T_k): the same mask for every head
-        result = _scaled_dot_product_attention(  # chapter 4's equation; the arguments were checked above
-            q, k, v, mask, bias=bias, dropout_p=self.dropout if self.training else 0.0,
-            return_weights=return_weights, fast=self.fast)
-        out, weights = result if return_weights else (result, None)
-        out = self.w_o(_merge_heads(out))  # (batch, T_q, d_model)
+        offset = 0 if cache is None else cache.length  # the position of x's first row (chapter 12)
+        q, k = self._positions(q, k, offset, memory)  # RoPE (chapter 3)
+        k, v = self._cached(k, v, cache)  # the cached past, then the new positions (chapter 12)
+        bias = self._bias(q, k, offset, memory)  # the relative bias (chapter 3): (heads, T_q, T_k) or None
+        out, weights = self._attend(q, k, v, mask, bias, return_weights)  # (batch, heads, T_q, d_h)
+        out = self.w_o(_merge_heads(out))  # (batch, heads, T_q, d_h) -> (batch, T_q, d_model)
         return (out, weights) if return_weights else out
 
     def _project(self, x: torch.Tensor, memory: torch.Tensor | None):
@@ -140,33 +132,66 @@ class MultiHeadAttention(nn.Module):
         d_kv = self.n_kv_heads * self.d_h
         return F.linear(x, weight, bias).split([self.d_model, d_kv, d_kv], dim=-1)  # (batch, T, d_model), 2 x d_kv
 
+    def _positions(self, q: torch.Tensor, k: torch.Tensor, offset: int, memory: torch.Tensor | None):
+        """RoPE (chapter 3) rotates the queries and keys of self-attention by their positions, the first at
+        ``offset``; cross-attention (``memory`` given) and a layer without RoPE leave them as they are."""
+        if self.rope is None or memory is not None:
+            return q, k
+        return self.rope._rotate(q, offset), self.rope._rotate(k, offset)  # sizes checked in _check and __init__
+
+    def _cached(self, k: torch.Tensor, v: torch.Tensor, cache):
+        """With a cache (chapter 12), the new keys and values are appended to it and all of them come back:
+        ``(batch, n_kv_heads, offset + T_q, d_h)``; without one, ``k`` and ``v`` as they are."""
+        if cache is None:
+            return k, v
+        return cache.append(k, v)
+
+    def _bias(self, q: torch.Tensor, k: torch.Tensor, offset: int, memory: torch.Tensor | None):
+        """The relative bias of self-attention (chapter 3), ``(heads, T_q, T_k)`` for queries from position
+        ``offset`` on; None in cross-attention or without one."""
+        if self.relative_bias is None or memory is not None:
+            return None
+        return self.relative_bias(q.shape[2], k.shape[2], offset)  # (heads, T_q, T_k)
+
+    def _attend(self, q, k, v, mask, bias, return_weights: bool):
+        """Chapter 4's equation for every head at once: ``(batch, heads, T_q, d_h)`` and the weights (or None).
+        Each key/value head serves its group of query heads (chapter 12); a mask ``(batch, T_q, T_k)`` is the
+        same for every head."""
+        k, v = _repeat_kv(k, self.n_rep), _repeat_kv(v, self.n_rep)  # (batch, heads, T_k, d_h)
+        if mask is not None and mask.dim() == 3:
+            mask = mask[:, None]  # (batch, T_q, T_k) -> (batch, 1, T_q, T_k)
+        result = _scaled_dot_product_attention(  # the arguments were checked in _check
+            q, k, v, mask, bias=bias, dropout_p=self.dropout if self.training else 0.0,
+            return_weights=return_weights, fast=self.fast)
+        return result if return_weights else (result, None)
+
     def extra_repr(self) -> str:
         kv = "" if self.n_kv_heads == self.n_heads else f", n_kv_heads={self.n_kv_heads}"
         return f"d_model={self.d_model}, n_heads={self.n_heads}{kv}, d_h={self.d_h}, fast={self.fast}"
 
     def _check(self, x, memory, mask, cache):
+        """``x``, ``memory``, ``mask`` and ``cache``, once: attention and the steps above take them as they are."""
         require_float("x", x)
         require_rank("x", x, (3,), "(batch, T_q, d_model)")
-        if x.shape[-1] != self.d_model:
-            raise ValueError(f"x: expected d_model={self.d_model} in the last dimension, got shape {shape_str(x)}")
+        require_last_dim("x", x, self.d_model)
         if memory is not None:
-            require_float("memory", memory)
-            require_rank("memory", memory, (3,), "(batch, T_k, d_model)")
-            if memory.shape[-1] != self.d_model or memory.shape[0] != x.shape[0]:
-                raise ValueError(
-                    f"memory: expected (batch={x.shape[0]}, T_k, d_model={self.d_model}), got {shape_str(memory)}"
-                )
-            if cache is not None:
-                raise ValueError("cache: expected None for cross-attention (memory is given), got a cache")
-        t_k = x.shape[1] if memory is None else memory.shape[1]
-        t_k += 0 if cache is None else cache.length
-        if memory is None and self.rope is not None and t_k > self.rope.max_len:  # RoPE's table has max_len rows
-            raise ValueError(f"x: expected a sequence of at most max_len={self.rope.max_len} positions, got {t_k}; "
-                             "build the encoding with a larger max_len")
-        if mask is not None:  # one check of the mask: attention below takes it as it is
+            _check_memory(memory, x, cache, self.d_model)
+        t_k = (x if memory is None else memory).shape[1] + (0 if cache is None else cache.length)
+        if memory is None and self.rope is not None:  # RoPE's table has a row per position
+            require_max_len("x", t_k, self.rope.max_len)
+        if mask is not None:
             per_head = isinstance(mask, torch.Tensor) and mask.dim() == 4
             target = (x.shape[0], self.n_heads, x.shape[1], t_k) if per_head else (x.shape[0], x.shape[1], t_k)
             require_mask("mask", mask, target, "(batch, heads, T_q, T_k)" if per_head else "(batch, T_q, T_k)")
+
+
+def _check_memory(memory, x: torch.Tensor, cache, d_model: int) -> None:
+    """Cross-attention's ``memory (batch, T_k, d_model)``, of ``x``'s batch, and no cache."""
+    require_float("memory", memory)
+    require_rank("memory", memory, (3,), "(batch, T_k, d_model)")
+    require_sizes("memory", memory, (x.shape[0], None, d_model), f"(batch={x.shape[0]}, T_k, d_model={d_model})")
+    if cache is not None:
+        raise ValueError("cache: expected None for cross-attention (memory is given), got a cache")
 
 
 def _check_positional(rope, relative_bias, d_h: int, n_heads: int) -> None:

@@ -1,7 +1,6 @@
 """Positional encodings (chapter 3).
 
-Attention by itself treats its input as a set. Five ways to tell it about
-order are taught here:
+Attention by itself treats its input as a set. Five ways to tell it about order are taught here:
 
 - ``sinusoidal``: fixed sines and cosines added to the embeddings (the 2017 paper);
 - ``learned``: one trained vector per absolute position, added to the embeddings;
@@ -9,10 +8,9 @@ order are taught here:
 - ``rope``: queries and keys rotated by an angle proportional to their position;
 - ``none``: nothing at all (NoPE); only a causal mask can then break the symmetry.
 
-:data:`POSITIONAL_SCHEMES` maps each name to the module that carries it; every
-module says where it acts (``acts_on``, an :class:`ActsOn`) and how a :class:`~transformer.config.TransformerConfig`
-builds it (``from_config``). The rest of the package asks :func:`positional_module`
-and never looks at the name itself.
+:data:`POSITIONAL_SCHEMES` maps each name to the module that carries it; every module says where it acts
+(``acts_on``, an :class:`ActsOn`) and how a :class:`~transformer.config.TransformerConfig` builds it
+(``from_config``). The rest of the package asks :func:`positional_module` and never looks at the name itself.
 """
 
 from __future__ import annotations
@@ -28,6 +26,7 @@ from ._validate import (
     require_enum,
     require_int,
     require_last_dim,
+    require_max_len,
     require_min_rank,
     require_number,
     require_positive_int,
@@ -68,11 +67,8 @@ def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -
 
 
 def shift_matrix(c: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
-    """``M_c`` of shape ``(d_model, d_model)`` with ``P[t + c] = M_c @ P[t]`` for every ``t`` (chapter 3).
-
-    It is block diagonal: each (sin, cos) pair is rotated by the angle ``c * omega_i``.
-    The matrix does not depend on ``t``, which is what makes the encoding relative.
-    """
+    """``M_c (d_model, d_model)`` with ``P[t + c] = M_c @ P[t]`` for every ``t`` (chapter 3): block diagonal, each
+    (sin, cos) pair rotated by ``c * omega_i``; it does not depend on ``t``, which makes the encoding relative."""
     _require_shift(c, d_model)
     m = torch.zeros(d_model, d_model, dtype=torch.float64)
     for i, w in enumerate(_frequencies(d_model, base)):
@@ -98,7 +94,10 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         _check_rows(x, offset, self.max_len, self.d_model)
-        return x + self.table[offset : offset + x.shape[1]]
+        return self._add(x, offset)
+
+    def _add(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:  # forward on x already checked (a model)
+        return x + self.table[offset : offset + x.shape[1]]  # (batch, seq, d_model)
 
 
 class LearnedPositionalEncoding(nn.Module):
@@ -118,14 +117,16 @@ class LearnedPositionalEncoding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         _check_rows(x, offset, self.max_len, self.d_model)
-        return x + self.weight[offset : offset + x.shape[1]]
+        return self._add(x, offset)
+
+    def _add(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:  # forward on x already checked (a model)
+        return x + self.weight[offset : offset + x.shape[1]]  # (batch, seq, d_model)
 
 
 class RelativePositionBias(nn.Module):
     """A trained scalar ``b[t - i]`` per head, added to the score of query ``t`` and key ``i``.
 
-    Distances beyond ``max_distance`` share the bias of ``max_distance``.
-    ``forward(T_q, T_k)`` returns the bias of shape ``(heads, T_q, T_k)``.
+    Distances beyond ``max_distance`` share its bias. ``forward(T_q, T_k)`` returns the bias ``(heads, T_q, T_k)``.
     """
 
     acts_on: ClassVar[ActsOn] = ActsOn.SCORES
@@ -294,7 +295,5 @@ def _check_rows(x, offset, max_len, size, size_name="d_model", ranks=(3,), layou
     """``x (..., seq, size)``, whose first row is at position ``offset``, needs a row of the table for each row."""
     require_rank("x", x, ranks, layout)
     require_int("offset", offset, low=0, expected="an int >= 0 (the position of the first row)")
-    if offset + x.shape[-2] > max_len:
-        raise ValueError(f"x: expected a sequence of at most max_len={max_len} positions, got {offset + x.shape[-2]}; "
-                         "build the encoding with a larger max_len")
+    require_max_len("x", offset + x.shape[-2], max_len)
     require_last_dim("x", x, size, size_name)

@@ -1,8 +1,9 @@
 """Hidden tests of assignment 03, positional encodings (references: the formulas written out here, complex numbers).
 
 Exercise 1 reads four entries of the exercise's d_model = 5 table, worked by hand: its question is fixed, not drawn
-from the seed. Every other input comes from the run's seed. Whether the sinusoidal table is a buffer rather than a
-trainable parameter is only reported (the kernel alone sees it); the module's output is scored.
+from the seed. Every other input comes from the run's seed. The sinusoidal module's output is scored, and so is its
+output after one SGD step on its parameters (a table stored as a trainable parameter moves); whether the table is a
+buffer, which only the kernel sees, is reported beside them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; test
     "ex5_sinusoidal_module": Forbid("SinusoidalPositionalEncoding", ("transformer",)),
 }
 TOL = {"atol": 1e-5, "rtol": 1e-5}
+SINUSOIDAL = ("module", "trainable", "table_buffer", "out", "stepped")
 
 
 def _P(pos: int, j: int, d: int) -> float:
@@ -174,7 +176,7 @@ def ex4_relative_bias_softmax(seed: int):
 def _sinusoidal_judge(ref):
     """Scored: the module's output."""
     def judge(reply):
-        _module, _trainable, _buffer, out = fields(reply, "module", "trainable", "table_buffer", "out")
+        _module, _trainable, _buffer, out, _stepped = fields(reply, *SINUSOIDAL)
         if out is None:
             return "no output: expected an instance of a torch.nn.Module subclass"
         problem = tensor(out, ref, dims=["batch", "seq", "d_model"], **TOL)
@@ -182,9 +184,21 @@ def _sinusoidal_judge(ref):
     return judge
 
 
+def _stepped_judge(ref):
+    """Scored: the output after one SGD step on the module's parameters, which must not have moved the table."""
+    def judge(reply):
+        *_, out, stepped = fields(reply, *SINUSOIDAL)
+        if out is None:
+            return "no output: expected an instance of a torch.nn.Module subclass"
+        problem = tensor(stepped, ref, dims=["batch", "seq", "d_model"], **TOL)
+        return (f"the output after one SGD step on the module's parameters: {problem} (the table is fixed: does "
+                "training move it? store it with self.register_buffer('table', ...))") if problem else None
+    return judge
+
+
 def _buffer_judge(reply):
     """Unscored: the kernel says whether the table is a buffer and the module has nothing to train."""
-    module, trainable, table_buffer, _out = fields(reply, "module", "trainable", "table_buffer", "out")
+    module, trainable, table_buffer, _out, _stepped = fields(reply, *SINUSOIDAL)
     if not module:
         return "expected an instance of a torch.nn.Module subclass"
     if trainable != 0:
@@ -200,8 +214,13 @@ def ex5_sinusoidal_module(seed: int):
     for d, L, seq in [(1, 3, 3), (7, 30, 12), (32, 100, 100), (9, 16, 1)]:
         x = torch.randn(3, seq, d, generator=g)
         table = torch.tensor([[_P(p, j, d) for j in range(d)] for p in range(seq)])
-        request = Request("a03.sinusoidal", {"d_model": d, "max_len": L, "x": x})
+        weights, after = torch.randn(3, seq, d, generator=g), torch.randn(3, seq, d, generator=g)
+        request = Request("a03.sinusoidal", {"d_model": d, "max_len": L, "x": x, "weights": weights,
+                                             "after": after})
         yield Case(f"SinusoidalPositionalEncoding({d}, max_len={L}) on a random x of shape (3, {seq}, {d}): "
                    "the output", request, _sinusoidal_judge(x + table))
+        yield Case(f"SinusoidalPositionalEncoding({d}, max_len={L}) after one SGD step (lr 1) on its parameters "
+                   f"for the loss sum(w * output), w random: the output on another random x of shape (3, {seq}, {d}) "
+                   "(the fixed table must not move)", request, _stepped_judge(after + table))
         yield Case(f"SinusoidalPositionalEncoding({d}, max_len={L}): no trainable parameters, a buffer named table",
                    request, _buffer_judge, scored=False)

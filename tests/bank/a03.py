@@ -177,6 +177,7 @@ RIGHT = {
     ],
 }
 
-# Right output, only the table registered as a trainable parameter: only the kernel sees its parameters, so the
-# hidden tests report it (unscored); the visible check rejects it.
-REPORTED_ONLY = {("ex5_answer", "table as a Parameter")}
+# "table as a Parameter" (right output, the table registered as a trainable parameter) is scored: the hidden tests
+# take one SGD step on the module's parameters and compare its next output with the fixed table's; the kernel's
+# report (no trainable parameters, a buffer named table) stays beside it.
+REPORTED_ONLY: set = set()

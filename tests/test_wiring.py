@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from tools.imports import import_graph, layers
+from tools.imports import import_graph, layers, module_name
 from tools.paths import PACKAGE, ROOT
 
 CODE = ("transformer", "grader", "tools", "benchmarks")
@@ -102,3 +102,64 @@ def test_argument_checks_sit_below_the_code_they_guard():
         if found := checks_above_their_callers(path.read_text(encoding="utf-8")):
             offenders[str(path.relative_to(ROOT))] = found
     assert not offenders, offenders
+
+
+# Underscore names that one module of the package imports from another although they are not the core of a public
+# function of the same name, each with its reason (CONTRIBUTING.md, "Argument checks").
+SHARED_UNDERSCORE_NAMES = {
+    ("transformer.sampling", "_require_settings"): "the check of the sampling settings, which decoding.generate "
+                                                   "makes once for all its steps before it calls the cores",
+    ("transformer.decoding", "_max_len_renamed"): "the decorator that refuses the old keyword max_len, on the "
+                                                  "decoding functions and on train.translate",
+}
+
+
+def underscore_imports(package) -> list[tuple[str, str, str]]:
+    """``(importer, module, name)`` for every ``from module import _name`` between two modules of the package."""
+    root, found = package.parent, []
+    for path in sorted(package.rglob("*.py")):
+        importer = module_name(path, root)
+        here = importer.split(".") if path.name == "__init__.py" else importer.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            base = here[: len(here) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            if module.split(".")[0] != package.name:
+                continue
+            found += [(importer, module, a.name) for a in node.names
+                      if a.name.startswith("_") and not a.name.startswith("__")]
+    return found
+
+
+def top_level_names(package, module: str) -> set[str]:
+    """The functions, classes and assigned names defined at the top of ``module``."""
+    path = package.parent.joinpath(*module.split("."))
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    names = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return names
+
+
+def test_an_underscore_name_crosses_modules_only_as_a_core():
+    """A leading underscore means private, except for a core: the unchecked function beside its public, checked
+    namesake (``_scaled_dot_product_attention`` beside ``scaled_dot_product_attention``), which other modules of the
+    package call once they have checked their arguments. Any other underscore name imported across modules is
+    listed above with its reason (CONTRIBUTING.md, "Argument checks")."""
+    found = underscore_imports(PACKAGE)
+    assert ("transformer.multihead", "transformer.attention", "_scaled_dot_product_attention") in found  # read right
+    offenders = []
+    for importer, module, name in found:
+        if (module, name) in SHARED_UNDERSCORE_NAMES:
+            continue
+        defined = top_level_names(PACKAGE, module)
+        if name not in defined or name[1:] not in defined:
+            offenders.append(f"{importer} imports {name} from {module}, which has no public {name[1:]} beside it")
+    assert not offenders, offenders
+    listed_unused = set(SHARED_UNDERSCORE_NAMES) - {(module, name) for _, module, name in found}
+    assert not listed_unused, f"listed but imported by no other module: {sorted(listed_unused)}"

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from .config import TransformerConfig
-from .interop import _copy, copy_layer_norm, copy_linear
+from .interop import copy_layer_norm, copy_linear, copy_tensor
 from .model import DecoderOnly, EncoderOnly
 
 # Hugging Face's names for the activations that ours compute exactly (ACT2FN in transformers.activations).
@@ -99,7 +99,7 @@ def llama_config(c) -> TransformerConfig:
 
 def _copy_llama(ours: DecoderOnly, llama) -> None:
     """Copy a ``LlamaModel``'s weights (``embed_tokens``, the ``layers``, ``norm``) into ours."""
-    _copy(ours.embed.tokens.weight, llama.embed_tokens.weight, "embed_tokens")
+    copy_tensor(ours.embed.tokens.weight, llama.embed_tokens.weight, "embed_tokens")
     for block, theirs in zip(ours.causal_stack.layers, llama.layers):
         attn, mlp = theirs.self_attn, theirs.mlp
         pairs = ((block.self_attn.w_q, attn.q_proj), (block.self_attn.w_k, attn.k_proj),
@@ -107,9 +107,9 @@ def _copy_llama(ours: DecoderOnly, llama) -> None:
                  (block.ff.linear1, mlp.gate_proj), (block.ff.linear3, mlp.up_proj), (block.ff.linear2, mlp.down_proj))
         for ours_linear, their_linear in pairs:
             copy_linear(ours_linear, their_linear)
-        _copy(block.norm1.gamma, theirs.input_layernorm.weight, "input_layernorm")
-        _copy(block.norm2.gamma, theirs.post_attention_layernorm.weight, "post_attention_layernorm")
-    _copy(ours.causal_stack.norm.gamma, llama.norm.weight, "norm")
+        copy_tensor(block.norm1.gamma, theirs.input_layernorm.weight, "input_layernorm")
+        copy_tensor(block.norm2.gamma, theirs.post_attention_layernorm.weight, "post_attention_layernorm")
+    copy_tensor(ours.causal_stack.norm.gamma, llama.norm.weight, "norm")
 
 
 def _from_llama(model, tf) -> DecoderOnly:
@@ -117,20 +117,20 @@ def _from_llama(model, tf) -> DecoderOnly:
     ours = DecoderOnly(llama_config(model.config)).to(llama.embed_tokens.weight.dtype)
     _copy_llama(ours, llama)
     if isinstance(model, tf.LlamaForCausalLM) and not ours.head.tied:
-        _copy(ours.head.weight, model.lm_head.weight, "lm_head.weight")
+        copy_tensor(ours.head.weight, model.lm_head.weight, "lm_head.weight")
     return ours
 
 
 def _copy_conv1d(ours: nn.Linear, weight: torch.Tensor, bias: torch.Tensor, what: str) -> None:
     """A GPT-2 ``Conv1D`` computes ``x W + b`` with ``W (in, out)``; ``nn.Linear`` keeps ``W^T (out, in)``."""
-    _copy(ours.weight, weight.T, f"{what} weight")  # (in, out) -> (out, in)
-    _copy(ours.bias, bias, f"{what} bias")
+    copy_tensor(ours.weight, weight.T, f"{what} weight")  # (in, out) -> (out, in)
+    copy_tensor(ours.bias, bias, f"{what} bias")
 
 
 def _copy_gpt2(ours: DecoderOnly, gpt2) -> None:
     """Copy a ``GPT2Model``'s weights (``wte``, ``wpe``, the blocks ``h``, ``ln_f``) into ours."""
-    _copy(ours.embed.tokens.weight, gpt2.wte.weight, "wte")
-    _copy(ours.embed.positions.weight, gpt2.wpe.weight, "wpe")
+    copy_tensor(ours.embed.tokens.weight, gpt2.wte.weight, "wte")
+    copy_tensor(ours.embed.positions.weight, gpt2.wpe.weight, "wpe")
     d = gpt2.config.n_embd
     for i, (block, theirs) in enumerate(zip(ours.causal_stack.layers, gpt2.h)):
         attn = block.self_attn
@@ -149,9 +149,9 @@ def _copy_gpt2(ours: DecoderOnly, gpt2) -> None:
 def _copy_bert(ours: EncoderOnly, bert) -> None:
     """Copy a ``BertModel``'s weights (embeddings, encoder layers; not the pooler) into ours."""
     emb = bert.embeddings
-    _copy(ours.embed.tokens.weight, emb.word_embeddings.weight, "word_embeddings")
-    _copy(ours.embed.positions.weight, emb.position_embeddings.weight, "position_embeddings")
-    _copy(ours.embed.types.weight, emb.token_type_embeddings.weight, "token_type_embeddings")
+    copy_tensor(ours.embed.tokens.weight, emb.word_embeddings.weight, "word_embeddings")
+    copy_tensor(ours.embed.positions.weight, emb.position_embeddings.weight, "position_embeddings")
+    copy_tensor(ours.embed.types.weight, emb.token_type_embeddings.weight, "token_type_embeddings")
     copy_layer_norm(ours.embed.norm, emb.LayerNorm)
     for block, theirs in zip(ours.encoder.layers, bert.encoder.layer):
         attn, mha = theirs.attention, block.self_attn
@@ -168,9 +168,9 @@ def _copy_mlm_head(ours: EncoderOnly, predictions) -> None:
     """BERT's ``cls.predictions``: the transform, the bias, and the output matrix unless it is the tied embedding."""
     copy_linear(ours.head.transform.dense, predictions.transform.dense)
     copy_layer_norm(ours.head.transform.norm, predictions.transform.LayerNorm)
-    _copy(ours.head.bias, predictions.decoder.bias, "cls.predictions.decoder.bias")
+    copy_tensor(ours.head.bias, predictions.decoder.bias, "cls.predictions.decoder.bias")
     if not ours.head.tied:
-        _copy(ours.head.weight, predictions.decoder.weight, "cls.predictions.decoder.weight")
+        copy_tensor(ours.head.weight, predictions.decoder.weight, "cls.predictions.decoder.weight")
 
 
 def from_hf(model: nn.Module) -> DecoderOnly | EncoderOnly:
@@ -200,7 +200,7 @@ def from_hf(model: nn.Module) -> DecoderOnly | EncoderOnly:
         ours = DecoderOnly(gpt2_config(model.config)).to(gpt2.wte.weight.dtype)
         _copy_gpt2(ours, gpt2)
         if isinstance(model, tf.GPT2LMHeadModel) and not ours.head.tied:
-            _copy(ours.head.weight, model.lm_head.weight, "lm_head.weight")
+            copy_tensor(ours.head.weight, model.lm_head.weight, "lm_head.weight")
     elif isinstance(model, (tf.BertForMaskedLM, tf.BertModel)):
         bert = model.bert if isinstance(model, tf.BertForMaskedLM) else model
         ours = EncoderOnly(bert_config(model.config)).to(bert.embeddings.word_embeddings.weight.dtype)

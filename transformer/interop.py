@@ -15,7 +15,8 @@ from .multihead import MultiHeadAttention
 from .norm import LayerNorm
 
 
-def _copy(dst: torch.Tensor, src: torch.Tensor, what: str) -> None:
+def copy_tensor(dst: torch.Tensor, src: torch.Tensor, what: str) -> None:
+    """Copy ``src`` into our parameter ``dst`` of the same shape; ``what`` names it in the error."""
     if dst.shape != src.shape:
         raise ValueError(f"{what}: expected shape {tuple(dst.shape)}, got {tuple(src.shape)} from the torch module")
     with torch.no_grad():
@@ -23,23 +24,23 @@ def _copy(dst: torch.Tensor, src: torch.Tensor, what: str) -> None:
 
 
 def copy_linear(ours: nn.Linear, theirs: nn.Linear) -> None:
-    _copy(ours.weight, theirs.weight, "linear weight")
+    copy_tensor(ours.weight, theirs.weight, "linear weight")
     if ours.bias is not None:
-        _copy(ours.bias, theirs.bias, "linear bias")
+        copy_tensor(ours.bias, theirs.bias, "linear bias")
 
 
 def copy_layer_norm(ours: LayerNorm, theirs: nn.LayerNorm) -> None:
-    _copy(ours.gamma, theirs.weight, "LayerNorm weight")
-    _copy(ours.beta, theirs.bias, "LayerNorm bias")
+    copy_tensor(ours.gamma, theirs.weight, "LayerNorm weight")
+    copy_tensor(ours.beta, theirs.bias, "LayerNorm bias")
 
 
 def copy_multihead(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
     """``in_proj`` rows ``[0:d], [d:2d], [2d:3d]`` are ``W^Q, W^K, W^V``."""
     for ours_lin, w, b in zip((ours.w_q, ours.w_k, ours.w_v), theirs.in_proj_weight.chunk(3),
                               (theirs.in_proj_bias.chunk(3) if theirs.in_proj_bias is not None else (None,) * 3)):
-        _copy(ours_lin.weight, w, "in_proj_weight")
+        copy_tensor(ours_lin.weight, w, "in_proj_weight")
         if ours_lin.bias is not None:
-            _copy(ours_lin.bias, b, "in_proj_bias")
+            copy_tensor(ours_lin.bias, b, "in_proj_bias")
     copy_linear(ours.w_o, theirs.out_proj)
 
 

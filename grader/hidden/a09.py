@@ -1,8 +1,11 @@
 """Hidden tests of assignment 09, the output head (references: PyTorch's cross-entropy, arithmetic by hand).
 
 Exercise 1 is worked by hand on the exercise's own four logits: its questions are fixed, not drawn from the seed.
-Every other input comes from the run's seed. What only the kernel can see (an input changed in place, how often
-and with what next_logits was called, a head's parameters and initial scale) is reported, not scored.
+Every other input comes from the run's seed. Scored in exercise 3 besides the ids: a second call on the very same
+prefix list (a function that changed the caller's prefix answers it wrongly) and a run with a next_logits whose
+logits depend on how often it was called (a loop that calls it twice per token gets other ids). What only the
+kernel can see (the prefix after the call, the sequences next_logits was called with, a head's parameters and
+initial scale) is reported beside them.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; test
 }
 FIXED = {"ex1_output_by_hand"}  # worked by hand on the exercise's four logits
 TOL = {"atol": 1e-5, "rtol": 1e-4}
+GREEDY = ("out", "args", "seen", "again")
 
 
 # ----------------------------------------------------------------- exercise 1: by hand
@@ -147,17 +151,33 @@ def ex2_masked_cross_entropy(seed: int):
 
 def _greedy_judge(expected):
     def judge(reply):
-        out, _args, _seen = fields(reply, "out", "args", "seen")
-        got = whole_numbers(out)
-        if got is None:
-            return f"expected a list of token ids (ints), got {describe(out)}"
-        if len(got) != len(expected):
-            return ("the wrong number of ids for the prefix followed by the greedy "
-                    "tokens (up to and including eos_id, at most max_new_tokens of them)")
-        if got != list(expected):
-            return "ids are wrong (exact)"
-        return None
+        out, _args, _seen, _again = fields(reply, *GREEDY)
+        return _ids_problem(out, expected)
     return judge
+
+
+def _again_judge(expected):
+    """The second call on the very same prefix list must give the same ids (a function that changed the caller's
+    prefix starts from another one)."""
+    def judge(reply):
+        _out, _args, _seen, again = fields(reply, *GREEDY)
+        problem = _ids_problem(again, expected)
+        return (f"a second call with the same prefix list: {problem} (does the function change the prefix it was "
+                "given? copy it first: ids = list(prefix))") if problem else None
+    return judge
+
+
+def _ids_problem(out, expected):
+    """``out`` must be the ids ``expected``."""
+    got = whole_numbers(out)
+    if got is None:
+        return f"expected a list of token ids (ints), got {describe(out)}"
+    if len(got) != len(expected):
+        return ("the wrong number of ids for the prefix followed by the greedy "
+                "tokens (up to and including eos_id, at most max_new_tokens of them)")
+    if got != list(expected):
+        return "ids are wrong (exact)"
+    return None
 
 
 def _calls_judge(expected, prefix):
@@ -165,7 +185,7 @@ def _calls_judge(expected, prefix):
     new = len(expected) - len(prefix)
 
     def judge(reply):
-        _out, _args, seen = fields(reply, "out", "args", "seen")
+        _out, _args, seen, _again = fields(reply, *GREEDY)
         if not isinstance(seen, list) or len(seen) != new:
             return "next_logits was not called once per new token: call it once per new token"
         for i, ids in enumerate(seen):
@@ -175,16 +195,37 @@ def _calls_judge(expected, prefix):
     return judge
 
 
-def _greedy(A, B, prefix, eos, max_new):
-    """The loop, written out independently: the prefix followed by the greedy tokens."""
-    ids = list(prefix)
+def _greedy(A, B, prefix, eos, max_new, C=None, calls_per_token=1):
+    """The loop, written out independently: the prefix followed by the greedy tokens. With ``C``, the logits of the
+    n-th call of next_logits (from 0) have ``C[n]`` added; ``calls_per_token`` > 1 is a loop that calls it that
+    many times per token and takes the last call's logits (to choose inputs that tell the two apart)."""
+    ids, calls = list(prefix), 0
     while len(ids) - len(prefix) < max_new:
+        calls += calls_per_token
         row = A[ids[-1]] + 0.5 * B[ids[-2] if len(ids) > 1 else 0]
+        if C is not None:
+            row = row + C[calls - 1]
         best = max(range(len(row)), key=lambda j: float(row[j]))
         ids.append(best)
         if best == eos:
             break
     return ids
+
+
+def _counted(g, v, n_prefix, max_new, limit):
+    """Inputs for a next_logits whose logits depend on how often it was called: A, B, C (one row per call), a
+    prefix, an eos_id the run never reaches, where one call per token and two per token give other ids (drawn
+    again, a bounded number of times, until they do)."""
+    for _ in range(20):
+        A, B = torch.randn(v, v, generator=g), torch.randn(v, v, generator=g)
+        C = 2 * torch.randn(limit, v, generator=g)
+        prefix = torch.randint(0, v, (n_prefix,), generator=g).tolist()
+        new = _greedy(A, B, prefix, -1, max_new, C)[n_prefix:]
+        pool = [t for t in range(v) if t not in new]
+        eos = pool[int(torch.randint(0, len(pool), (), generator=g))]
+        if _greedy(A, B, prefix, eos, max_new, C, calls_per_token=2) != _greedy(A, B, prefix, eos, max_new, C):
+            break
+    return A, B, C, prefix, eos
 
 
 def ex3_greedy_decoding(seed: int):
@@ -209,7 +250,21 @@ def ex3_greedy_decoding(seed: int):
         request = Request("a09.greedy", {"A": A, "B": B, "prefix": list(prefix), "eos_id": eos,
                                          "max_new_tokens": max_new, "limit": max_new + 50})
         yield Case(f"{what}: the prefix followed by the greedy tokens", request, _greedy_judge(expected))
+        if max_new:
+            yield Case(f"{what}: called a second time with the very same prefix list, the same ids", request,
+                       _again_judge(expected))
         yield Case(f"{what}: the prefix list it was given unchanged", request,
-                   _kept_judge([list(prefix)], ["prefix"], ("out", "args", "seen")), scored=False)
+                   _kept_judge([list(prefix)], ["prefix"], GREEDY), scored=False)
         yield Case(f"{what}: next_logits called once per new token, with the whole sequence so far", request,
                    _calls_judge(expected, list(prefix)), scored=False)
+    v, n_prefix, max_new = 12, 2, 6
+    A, B, C, prefix, eos = _counted(g, v, n_prefix, max_new, max_new + 50)
+    expected = _greedy(A, B, prefix, eos, max_new, C)
+    what = (f"greedy_decode with a vocabulary of {v}, a prefix of {n_prefix} tokens, max_new_tokens={max_new}, and a "
+            "next_logits whose logits also depend on how many times it has been called")
+    request = Request("a09.greedy", {"A": A, "B": B, "C": C, "prefix": list(prefix), "eos_id": eos,
+                                     "max_new_tokens": max_new, "limit": max_new + 50})
+    yield Case(f"{what}: the prefix followed by the greedy tokens, next_logits called once per new token (a loop "
+               "that calls it more often gets other logits)", request, _greedy_judge(expected))
+    yield Case(f"{what}: next_logits called once per new token, with the whole sequence so far", request,
+               _calls_judge(expected, list(prefix)), scored=False)

@@ -210,7 +210,6 @@ RIGHT = {
 
 KEEPS_INPUTS = {"ex2_answer": "changed labels", "ex3_answer": "changed the prefix"}
 
-# Faults only the kernel can see (the hidden tests report them, no points): the caller's prefix list changed,
-# next_logits called twice per token, the untied matrix's initial scale, a parameter the tied head does not use.
-REPORTED_ONLY = {("ex3_answer", "changes the caller's prefix"), ("ex3_answer", "two calls per token"),
-                 ("ex4_answer", "entries of size 1"), ("ex4_answer", "an own matrix kept besides the tied one")}
+# Scored now, with the kernel's report beside each: "changes the caller's prefix" by a second call on the very same
+# prefix list; "two calls per token" by a next_logits whose logits depend on how often it was called.
+REPORTED_ONLY = {("ex4_answer", "entries of size 1"), ("ex4_answer", "an own matrix kept besides the tied one")}

@@ -23,22 +23,27 @@ def loss(user, logits, labels, pad_id):
     return {"out": value, "grad": grad, "args": [x.detach(), given]}
 
 
-def greedy(user, A, B, prefix, eos_id, max_new_tokens, limit):
-    """greedy_decode with next-token logits ``A[last] + 0.5 B[second to last]``: the ids, the prefix list after
-    the call, and the sequences next_logits was called with."""
-    seen = []
+def greedy(user, A, B, prefix, eos_id, max_new_tokens, limit, C=None):
+    """greedy_decode with next-token logits ``A[last] + 0.5 B[second to last]`` (plus ``C[n]`` at the n-th call, when
+    ``C`` is given): the ids, the prefix list after the call, the sequences next_logits was called with, and the ids
+    of a second call on the very same prefix list (with a next_logits of its own)."""
+    def decode(given, seen):
+        def next_logits(ids):
+            seen.append([int(i) for i in ids])
+            if len(seen) > limit:
+                raise RuntimeError(f"next_logits was called more than {limit} times: does your loop stop at eos_id "
+                                   "and after max_new_tokens new tokens?")
+            ids = seen[-1]
+            logits = A[ids[-1]] + 0.5 * B[ids[-2] if len(ids) > 1 else 0]
+            return logits if C is None else logits + C[len(seen) - 1]
 
-    def next_logits(ids):
-        seen.append([int(i) for i in ids])
-        if len(seen) > limit:
-            raise RuntimeError(f"next_logits was called more than {limit} times: does your loop stop at eos_id "
-                               "and after max_new_tokens new tokens?")
-        ids = seen[-1]
-        return A[ids[-1]] + 0.5 * B[ids[-2] if len(ids) > 1 else 0]
+        out = user["greedy_decode"](next_logits, given, eos_id, max_new_tokens)
+        return list(out) if isinstance(out, list) else out   # a copy: a later call may change a list it returned
 
-    given = list(prefix)
-    out = user["greedy_decode"](next_logits, given, eos_id, max_new_tokens)
-    return {"out": out, "args": [given], "seen": seen}
+    given, seen = list(prefix), []
+    out = decode(given, seen)
+    again = decode(given, [])
+    return {"out": out, "args": [given], "seen": seen, "again": again}
 
 
 def _sgd_step(head, h):

@@ -40,7 +40,7 @@ MAX_READ_TOTAL = 3 * MAX_READ_CHARS  # characters parsed per notebook, so a floo
 MAX_BINDINGS = 20              # dotted names one variable may stand for, followed across a notebook's assignments
 BINDING_PASSES = 4            # passes over a notebook's imports and assignments: aliases of aliases, four deep
 
-# --- The kernel's messages and output (grader/kernel.py, grader/run.py) ------------------------------------
+# --- The kernel's messages and output (grader/kernel.py, grader/wire.py, grader/run.py) -----------------------
 MAX_OUTPUT_LINES = 1000        # lines of output kept per cell: a page a reader can still scroll
 MAX_OUTPUT_CHARS = 200_000     # characters of output kept per cell
 MAX_NOTEBOOK_CHARS = 4_000_000  # characters of output kept for one notebook's page, all cells together
@@ -74,7 +74,7 @@ MAX_DEATHS = 3                 # kernel deaths per submission, in cells and in p
                                # and a replay of the cells before it
 MAX_KERNEL_EVENTS = 50         # what the kernel records of its refusals (grader/kernel_side/monitor.py)
 
-# --- The time (grader/kernel.py, grader/grade.py, grader/workers.py, grader/sandbox.py) --------------------
+# --- The time (grader/kernel.py, grader/wire.py, grader/grade.py, grader/workers.py, grader/sandbox.py) -------
 CELL_TIMEOUT_S = 60            # one cell (nbgrader_config.py's c.Execute.timeout, which must equal it): an
                                # exercise runs in well under a second
 BUDGET_TIMEOUTS = 10           # a submission's whole time budget (cells, replays, probes), in cell timeouts

@@ -1,5 +1,5 @@
-"""grader.course: the term joined per student (course.csv) and drawn (course.html), from gradebooks and
-grades.csv files built here with nbgrader's API, against values worked out by hand below."""
+"""grader.course: the term joined per student (course.csv) and drawn (course.html, grader.course_page), from
+gradebooks and grades.csv files built here with nbgrader's API, against values worked out by hand below."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import course, limits
+from grader import course, course_page, limits
 from tools.paths import assignments
 
 A, B, C = assignments()[0], assignments()[2], assignments()[5]  # 5, 10 and 5 points: 20 in all
@@ -253,9 +253,9 @@ def _png_height(png: bytes) -> int:
 
 def test_a_class_over_the_cut_off_gets_no_heat_map(grading, monkeypatch):
     rows, term = course.join(grading), course.graded(grading)
-    with_map, alt = course.picture(rows, term)
+    with_map, alt = course_page.picture(rows, term)
     monkeypatch.setattr(limits, "HEATMAP_MAX_STUDENTS", len(rows) - 1)
-    without, alt_without = course.picture(rows, term)
+    without, alt_without = course_page.picture(rows, term)
     assert "A heat map" in alt and f"No heat map: the class has more than {len(rows) - 1} students" in alt_without
     assert _png_height(with_map) > _png_height(without)
 

@@ -100,13 +100,13 @@ def _refusal(assignment: str, submissions: Path, opts: Options) -> str | None:
     if opts.only and opts.resume:
         return "--only and --resume: expected one of them, got both"
     if opts.export:
-        from grader import platforms
+        from grader.export import check
 
         kind, path = opts.export
         if not path.is_file():
             return f"--export {kind}: expected the file {kind} exported, got {str(path)!r}"
         try:
-            platforms.check(kind, path, assignment, opts.column)
+            check(kind, path, assignment, opts.column)
         except ValueError as exc:  # a file of another shape, or no column for this assignment: said before grading
             return f"--export {kind}: {exc}"
     if not sandbox.unsafe() and (why := sandbox.why_unavailable()):
@@ -311,17 +311,17 @@ def _run_all(assignment: str, ready: list, book: _Book, progress: Progress, jobs
 
 def _export(out: Path, rows: list[dict], assignment: str, opts: Options) -> dict | None:
     """Grades back to the platform (``--export``) and the pages bundled for return; None if it failed (said)."""
-    from grader import platforms
+    from grader.export import bundle_feedback, export, moodle_feedback_files
 
     kind, path = opts.export
     try:
-        exported = platforms.export(kind, path, rows, assignment, out, opts.column)
+        exported = export(kind, path, rows, assignment, out, opts.column)
     except ValueError as exc:
         print(f"--export {kind}: {exc}", file=sys.stderr)
         return None
-    platforms.bundle_feedback(out, rows)
+    bundle_feedback(out, rows)
     if kind == "moodle":
-        platforms.moodle_feedback_files(out, rows)
+        moodle_feedback_files(out, rows)
     return exported
 
 

@@ -1,4 +1,4 @@
-"""Grades back to the learning platforms (grader/platforms.py): the platform's own export, filled and read back as the
+"""Grades back to the learning platforms (grader/export.py): the platform's own export, filled and read back as the
 platform reads it; the feedback bundles."""
 
 import csv
@@ -8,7 +8,7 @@ import zipfile
 
 import pytest
 
-from grader import platforms
+from grader import export
 
 A = "04_queries_keys_values"
 
@@ -76,7 +76,7 @@ def test_canvas_gets_its_own_export_back_with_only_the_assignment_column_filled(
     table = [[c.replace(".", decimal) if c[:1].isdigit() else c for c in row] for row in canvas_export()]
     data = write_csv(table, **style)
     (tmp_path / "export.csv").write_bytes(data)
-    done = platforms.export("canvas", tmp_path / "export.csv", CANVAS_ROWS, A, tmp_path / "out")
+    done = export.export("canvas", tmp_path / "export.csv", CANVAS_ROWS, A, tmp_path / "out")
     written = (tmp_path / "out" / "canvas_import.csv").read_bytes()
     assert written.startswith(b"\xef\xbb\xbf") == style.get("bom", False)
     after = read_csv(written, style.get("delimiter", ","))
@@ -99,16 +99,16 @@ def test_canvas_column_is_chosen_or_refused_by_name(tmp_path):
     resubmit = "Notebook 4 resubmission: queries, keys and values (40009)"
     (tmp_path / "export.csv").write_bytes(write_csv(canvas_export(extra_header=resubmit)))
     with pytest.raises(ValueError, match=r"^--column: expected one assignment column .* got 2") as refused:
-        platforms.export("canvas", tmp_path / "export.csv", CANVAS_ROWS, A, tmp_path / "out")
+        export.export("canvas", tmp_path / "export.csv", CANVAS_ROWS, A, tmp_path / "out")
     assert resubmit in str(refused.value) and CANVAS_HEADER[COLUMN] in str(refused.value)
     assert not (tmp_path / "out" / "canvas_import.csv").exists()
     for column in ("40009", resubmit):
-        done = platforms.export("canvas", tmp_path / "export.csv", CANVAS_ROWS, A, tmp_path / "out", column=column)
+        done = export.export("canvas", tmp_path / "export.csv", CANVAS_ROWS, A, tmp_path / "out", column=column)
         assert done["column"] == resubmit
     with pytest.raises(ValueError, match=r"^--column: expected one of the export's assignment columns"):
-        platforms.export("canvas", tmp_path / "export.csv", CANVAS_ROWS, A, tmp_path / "out", column="Quiz 9")
+        export.export("canvas", tmp_path / "export.csv", CANVAS_ROWS, A, tmp_path / "out", column="Quiz 9")
     with pytest.raises(ValueError, match=r"^--column: .* got 0 \(none\)"):
-        platforms.export("canvas", tmp_path / "export.csv", CANVAS_ROWS, "07_layer_norm", tmp_path / "out")
+        export.export("canvas", tmp_path / "export.csv", CANVAS_ROWS, "07_layer_norm", tmp_path / "out")
 
 
 # Moodle's offline grading worksheet, as mod/assign/gradingtable.php writes it when downloading (Identifier
@@ -137,7 +137,7 @@ def test_moodle_gets_its_worksheet_back_with_grade_and_feedback_filled(tmp_path,
     rows = [graded("Jose_Muller_17", "17", 7.0, "moodle", summary="7/10: <b>ex2</b> failed, see the page"),
             graded("Ana_Lima_20", "20", 10.0, "moodle", summary="10/10"),
             graded("Bo_Li_99", "99", 5.0, "moodle")]
-    done = platforms.export("moodle", tmp_path / "sheet.csv", rows, A, tmp_path / "out")
+    done = export.export("moodle", tmp_path / "sheet.csv", rows, A, tmp_path / "out")
     written = (tmp_path / "out" / "moodle_import.csv").read_bytes()
     assert written.startswith(b"\xef\xbb\xbf") == bom
     after = read_csv(written)
@@ -154,9 +154,9 @@ def test_moodle_gets_its_worksheet_back_with_grade_and_feedback_filled(tmp_path,
 def test_a_worksheet_without_moodles_columns_is_refused_by_name(tmp_path):
     (tmp_path / "sheet.csv").write_bytes(write_csv([["Kennung", "Bewertung"], ["Teilnehmer/in 17", ""]]))
     with pytest.raises(ValueError, match=r"^platform_file: expected Moodle's grading worksheet with a column"):
-        platforms.export("moodle", tmp_path / "sheet.csv", [], A, tmp_path / "out")
+        export.export("moodle", tmp_path / "sheet.csv", [], A, tmp_path / "out")
     with pytest.raises(ValueError, match=r"^kind: expected 'canvas' or 'moodle', got 'blackboard'"):
-        platforms.export("blackboard", tmp_path / "sheet.csv", [], A, tmp_path / "out")
+        export.export("blackboard", tmp_path / "sheet.csv", [], A, tmp_path / "out")
 
 
 def _pages(out, students):
@@ -170,7 +170,7 @@ def _pages(out, students):
 def test_each_page_is_bundled_with_its_static_files_and_nothing_else(tmp_path):
     _pages(tmp_path, ["ann", "Jose_Muller_17"])
     rows = [{"student": s} for s in ("ann", "Jose_Muller_17", "nopage", "../feedback/ann")]
-    made = platforms.bundle_feedback(tmp_path, rows)
+    made = export.bundle_feedback(tmp_path, rows)
     assert sorted(p.name for p in made) == ["Jose_Muller_17.zip", "ann.zip"]
     with zipfile.ZipFile(tmp_path / "return" / "ann.zip") as z:
         assert sorted(z.namelist()) == ["_static/mathjax/tex.js", "ann.html"]
@@ -183,7 +183,7 @@ def test_moodles_feedback_zip_names_each_folder_by_participant_id(tmp_path):
             graded("Jose_Muller_17", "17", 7, "moodle", name="José Müller"),
             graded("Ana_Lima_20", "20", 7, "moodle", status="not read", name="Ana_Lima"),
             graded("smith_3", "3", 7, "canvas")]
-    target = platforms.moodle_feedback_files(tmp_path, rows)
+    target = export.moodle_feedback_files(tmp_path, rows)
     with zipfile.ZipFile(target) as z:
         names = sorted(z.namelist())
     assert names == ["Ana Lima_20_assignfeedback_file/Ana_Lima_20.html",

@@ -13,7 +13,8 @@ the others are "superseded". What cannot be read safely (a link, a pipe, a socke
 submission without a notebook, is a "not read" row saying what it is. A plain folder's two files of one name are
 both graded and both flagged (nothing says they are one person). A row's id, the name of its feedback page, is its
 own name (the file's, or the platform's ``<name>_<id>``) when that is plain ASCII; a name reduced to ASCII or
-suffixed never takes an id that another file has as its own, whatever the order, and its row says so.
+suffixed never takes an id that another file has as its own, whatever the order, and its row says so
+(``grader/student_ids.py``).
 
 A submission file is hostile input: it is read under caps (file size, cells, characters per cell) without
 following a link or waiting on a pipe, a zip member in memory (never extracted), its nbgrader metadata is
@@ -29,19 +30,16 @@ import copy
 import hashlib
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader import intake, limits, platforms
 from grader.intake import Entry, SourceError, Unreadable
 from grader.platforms import Found
+from grader.student_ids import name_rows, reduce_name
 from tools import nbmeta
 
 __all__ = ["SourceError", "Unreadable", "Submission", "gather", "prepare", "read_notebook", "rebuild"]
-
-STATUS_ORDER = {"graded": 0, "superseded": 1, "not read": 2}  # who has the first claim on a contested id
-
 
 @dataclass
 class Submission:
@@ -83,7 +81,7 @@ def gather(source: Path, assignment: str) -> list[Submission]:
     rows = _rows(intake.entries(source), assignment)
     _supersede(rows)
     _flag_shared_names(rows)
-    _name(rows)
+    name_rows(rows)
     return sorted((sub for sub, _ in rows), key=lambda s: (s.source, s.student))
 
 
@@ -157,44 +155,6 @@ def _flag_shared_names(rows: list[tuple[Submission, Found]]) -> None:
             files = ", ".join(s.file_name for s in group)
             for s in group:
                 s.note(f"{len(group)} files for {base} ({files}); each graded separately, decide which counts")
-
-
-def reduce_name(name: str) -> str:
-    """``José Ñ!`` -> ``Jose_N``: ASCII letters, digits, ``-`` and ``_`` only, at most ``MAX_ID_CHARS`` characters."""
-    reduced = re.sub(r"[^A-Za-z0-9_-]+", "_", platforms.ascii_name(name)).strip("_-")
-    return reduced[:limits.MAX_ID_CHARS].strip("_-") or "student"
-
-
-def _name(rows: list[tuple[Submission, Found]]) -> None:
-    """Every row's id: its own name when plain, else (or when another row came first with it) its reduced name with
-    the first free suffix that is nobody's own name. Graded rows have the first claim, then by path."""
-    rows = sorted(rows, key=lambda pair: (STATUS_ORDER[pair[0].status], pair[0].source))
-    owner: dict[str, tuple[Submission, Found]] = {}
-    for sub, found in rows:
-        if reduce_name(found.own) == found.own:
-            owner.setdefault(found.own, (sub, found))
-    taken: dict[str, tuple[Submission, Found]] = {}
-    for sub, found in rows:
-        base = reduce_name(found.own)
-        sid, n = base, 2
-        while sid in taken or sid in owner and owner[sid][0] is not sub:
-            sid, n = f"{base[:limits.MAX_ID_CHARS - 8]}_{n}", n + 1
-        holder = taken.get(base) or owner.get(base)
-        taken[sid], sub.student = (sub, found), sid
-        _explain(sub, found, holder)
-
-
-def _explain(sub: Submission, found: Found, holder: tuple[Submission, Found] | None) -> None:
-    """The note of a row whose id is not its own name: not plain (a file's name only), or taken by someone else."""
-    same_person = holder is not None and found.platform != "folder" and \
-        (holder[1].platform, holder[1].platform_id) == (found.platform, found.platform_id)
-    why = []
-    if found.platform == "folder" and reduce_name(found.own) != found.own:
-        why.append("is not a plain name")
-    if sub.student != reduce_name(found.own) and holder is not None and not same_person:
-        why.append(f"collides with {holder[0].file_name}")
-    if why:
-        sub.note(f"named {sub.student}: its file name {sub.file_name} {' and '.join(why)}")
 
 
 # ------------------------------------------------------------ preparation

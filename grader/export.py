@@ -16,9 +16,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from grader import limits
-from grader.platforms import ascii_name
 from grader.report import clean
+from grader.student_ids import SAFE_ID, ascii_name
 
 CANVAS_ASSIGNMENT = re.compile(r"^(?P<title>.*?)\s*\((?P<id>\d+)\)\s*$")
 CANVAS_TOTALS = re.compile(r"(Current|Final|Unposted|Override) (Score|Points|Grade|Status)")
@@ -202,8 +201,6 @@ def _unquote(cell: str) -> str:
 
 
 # ------------------------------------------------------------------------------ feedback bundles
-
-SAFE_ID = re.compile(rf"[A-Za-z0-9_-]{{1,{limits.MAX_ID_CHARS}}}")  # an id as collect makes them
 
 
 def bundle_feedback(out: Path, rows: list[dict]) -> list[Path]:

@@ -19,7 +19,6 @@ Grades and feedback pages back to the platforms: ``grader/export.py``.
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass
 
 MOODLE_FOLDER = re.compile(r"^(?P<name>[^_]*)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")
@@ -82,9 +81,4 @@ def _moodle(m: re.Match, inside: str, assignment: str) -> Found:
 def _by_name(name: str, assignment: str) -> tuple:
     """Moodle and nbgrader do not say which file came last: the release's name first, then the last by name."""
     return (name.rsplit("/", 1)[-1] == f"{assignment}.ipynb", name)
-
-
-def ascii_name(text: str) -> str:
-    """``José Ñ`` -> ``Jose N``: accents dropped, anything else not ASCII removed."""
-    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
 

@@ -2,8 +2,11 @@
 (references: the logits and one SGD step computed here with PyTorch's autograd).
 
 Scored: the logits, the embedding's gradient and the matrices after one SGD step, all compared with the grader's
-own. Reported by the kernel (no points): whether self.weight is a registered Parameter, its initial scale, and
-whether the tied head holds the embedding's own Parameter and nothing else.
+own; the size of the logits of the untied head as built (its random initial entries, about 1/sqrt(d_model), give
+logits of a size the grader computes from h); the tensors of the tied head's state dict after the step (each the
+embedding's matrix: no matrix of its own). Reported by the kernel (no points) beside them: whether self.weight is a
+registered Parameter, its initial scale, and whether the tied head holds the embedding's own Parameter and nothing
+else.
 """
 
 from __future__ import annotations
@@ -13,11 +16,11 @@ import math
 import torch
 
 from grader.hidden import Case, Request, generator, rng
-from grader.hidden.judge import fields, tensor
+from grader.hidden.judge import describe, fields, named_shape, tensor
 
 TOL = {"atol": 1e-5, "rtol": 1e-4}
-UNTIED = ("parameter", "registered", "init", "logits", "after")
-TIED = ("logits", "grad", "after", "same", "own", "count")
+UNTIED = ("parameter", "registered", "init", "fresh", "logits", "after")
+TIED = ("logits", "grad", "after", "state", "same", "own", "count")
 
 
 def _one_step(h, W):
@@ -46,6 +49,34 @@ def _untied_judge(h, W):
     return judge
 
 
+def _fresh_judge(h, v):
+    """Scored: the head as built gives logits of the size that random entries of about 1/sqrt(d_model) give on ``h``:
+    their root mean square between 0.4 and 2.5 times sqrt(mean |h_row|^2 / d_model), the grader's own number (entries
+    drawn uniformly, as nn.Linear draws them, give about 0.58 times; entries of size 1, sqrt(d_model) times). Asked
+    for d_model >= 32 only, where 15 rows of h measure it well."""
+    d = h.shape[-1]
+    want = math.sqrt(float(h.double().pow(2).sum(-1).mean()) / d)
+    dims = ["batch", "seq", "vocab_size"]
+
+    def judge(reply):
+        *_, fresh, _logits, _after = fields(reply, *UNTIED)
+        if fresh is None:
+            return ("expected the output matrix in self.weight, a (vocab_size, d_model) tensor of an nn.Module, "
+                    "to copy a matrix into")
+        if not isinstance(fresh, torch.Tensor) or not fresh.is_floating_point():
+            return f"the logits of the head as built: expected a float tensor, got {describe(fresh)}"
+        if tuple(fresh.shape) != (*h.shape[:-1], v):
+            return f"the logits of the head as built: expected shape {named_shape((*h.shape[:-1], v), dims)}"
+        rms = float(fresh.double().pow(2).mean().sqrt())
+        if not math.isfinite(rms):
+            return "the logits of the head as built are NaN or infinite"
+        if not 0.4 * want <= rms <= 2.5 * want:
+            return ("the head as built gives logits of the wrong size: self.weight should start with random entries "
+                    "of size about 1/sqrt(d_model)")
+        return None
+    return judge
+
+
 def _untied_parts_judge(d, v):
     """What only the kernel sees of the untied head: a registered Parameter, of size about 1/sqrt(d_model)."""
     def judge(reply):
@@ -67,7 +98,7 @@ def _tied_judge(h, E):
     dims = ["vocab_size", "d_model"]
 
     def judge(reply):
-        got_logits, got_grad, got_after, *_ = fields(reply, *TIED)
+        got_logits, got_grad, got_after, state, *_ = fields(reply, *TIED)
         if got_logits is None:
             return "OutputHead(d_model, vocab_size, embedding) should be an nn.Module"
         problem = tensor(got_logits, logits, dims=["batch", "seq", "vocab_size"], **TOL)
@@ -81,6 +112,11 @@ def _tied_judge(h, E):
         problem = tensor(got_after, after, dims=dims, **TOL)
         if problem:
             return f"one SGD step through the tied head did not move the embedding as it should: {problem}"
+        if not isinstance(state, list) or not state:
+            return "the tied head's state dict should hold the embedding's matrix, and it holds no tensor"
+        if any(tensor(t, after, dims=dims, **TOL) for t in state):
+            return ("after the step, the tied head's state dict holds a tensor that is not the embedding's matrix: "
+                    "a tied head keeps no parameters of its own")
         return None
     return judge
 
@@ -112,9 +148,14 @@ def ex4_tied_output_head(seed: int):
         yield Case(f"OutputHead({d}, {v}) untied: logits h W^T for a matrix W copied into self.weight "
                    f"(vocab_size, d_model), and one SGD step on head.parameters() trains it", untied,
                    _untied_judge(h, W))
+        if d >= 32:
+            yield Case(f"OutputHead({d}, {v}) untied, as built: its logits on random h of shape (3, 5, {d}) of the "
+                       f"size that random entries of about 1/sqrt(d_model) give (root mean square between 0.4 and 2.5 "
+                       f"times that)", untied, _fresh_judge(h, v))
         yield Case(f"OutputHead({d}, {v}) untied: self.weight a registered Parameter of random entries of size about "
                    f"1/sqrt(d_model)", untied, _untied_parts_judge(d, v), scored=False)
         yield Case(f"OutputHead({d}, {v}, embedding) tied: logits h E^T, and one SGD step on head.parameters() "
-                   f"moves the embedding by its gradient", tied, _tied_judge(h, E))
+                   f"moves the embedding by its gradient; after it, every tensor of the head's state dict is the "
+                   f"embedding's matrix (no matrix of its own)", tied, _tied_judge(h, E))
         yield Case(f"OutputHead({d}, {v}, embedding) tied: self.weight is embedding.weight, no parameters of its own",
                    tied, _tied_parts_judge(d, v), scored=False)

@@ -58,17 +58,22 @@ def _sgd_step(head, h):
 
 
 def untied_head(user, d_model, vocab_size, h, W, seed):
-    """An untied OutputHead: its matrix as built, then with ``W`` copied in its logits and the matrix after one
-    SGD step (None where there is no (vocab_size, d_model) tensor self.weight to copy into)."""
+    """An untied OutputHead: its matrix as built and its logits on ``h`` as built, then with ``W`` copied in its
+    logits and the matrix after one SGD step (None where there is no (vocab_size, d_model) tensor self.weight to copy
+    into)."""
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         head = user["OutputHead"](d_model, vocab_size)
     w = getattr(head, "weight", None) if isinstance(head, torch.nn.Module) else None
     reply = {"parameter": isinstance(w, torch.nn.Parameter), "registered": any(p is w for p in head.parameters())
-             if isinstance(head, torch.nn.Module) else False, "init": None, "logits": None, "after": None}
+             if isinstance(head, torch.nn.Module) else False, "init": None, "fresh": None, "logits": None,
+             "after": None}
     if not isinstance(w, torch.Tensor) or tuple(w.shape) != tuple(W.shape):
         return reply
     reply["init"] = w.detach().clone()
+    with torch.no_grad():
+        fresh = head(h.clone())   # the head as built, before W is copied in
+    reply["fresh"] = fresh.detach() if isinstance(fresh, torch.Tensor) else fresh
     with torch.no_grad():
         w.copy_(W)
     out = head(h.clone())   # each call its own copy: forward may change h in place
@@ -80,13 +85,14 @@ def untied_head(user, d_model, vocab_size, h, W, seed):
 
 def tied_head(user, d_model, vocab_size, h, E):
     """A head tied to an ``nn.Embedding`` holding ``E``: its logits, the embedding's gradient and matrix after one
-    SGD step on the head's parameters; and what the kernel sees of the tying (identity, parameters)."""
+    SGD step on the head's parameters, the tensors of the head's state dict after it; and what the kernel sees of
+    the tying (identity, parameters)."""
     emb = torch.nn.Embedding(vocab_size, d_model)
     with torch.no_grad():
         emb.weight.copy_(E)
     head = user["OutputHead"](d_model, vocab_size, emb)
     if not isinstance(head, torch.nn.Module):
-        return {"logits": None, "grad": None, "after": None, "same": False, "own": 0, "count": 0}
+        return {"logits": None, "grad": None, "after": None, "state": None, "same": False, "own": 0, "count": 0}
     reply = {"same": getattr(head, "weight", None) is emb.weight,
              "own": sum(1 for p in head.parameters() if p is not emb.weight),
              "count": sum(p.numel() for p in torch.nn.ModuleList([emb, head]).parameters())}
@@ -95,4 +101,5 @@ def tied_head(user, d_model, vocab_size, h, E):
     _sgd_step(head, h)
     reply["grad"] = emb.weight.grad
     reply["after"] = emb.weight.detach().clone()
+    reply["state"] = [t.detach().clone() for t in head.state_dict().values()]
     return reply

@@ -46,6 +46,33 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: tor
     return _FlashAttention.apply(q, k, v, mask, scale, block_size)
 
 
+def online_softmax_step(m: torch.Tensor, total: torch.Tensor, s: torch.Tensor):
+    """One tile of the online softmax (chapter 12): ``m (..., 1)``, the running maximum of the scores read so far,
+    ``total (..., 1)``, the running sum of their ``exp(s - m)``, and the tile's scores ``s (..., block)``.
+
+    Returns the new maximum ``m'``, the new sum ``total exp(m - m') + sum exp(s - m')``, the factor
+    ``exp(m - m')`` that rescales what was summed so far, and ``p = exp(s - m') (..., block)``. A row with no
+    allowed key yet (``m' = -inf``) is shifted by 0, so that its ``p`` are 0 rather than NaN.
+    """
+    m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # -inf while a row has had no allowed key
+    shift = m_new.masked_fill(m_new == NEG_INF, 0.0)  # ... and then any finite shift will do
+    p = torch.exp(s - shift)  # (..., block): exp(s - m'), 0 where blocked
+    rescale = torch.exp(m - shift)  # (..., 1): what was summed with m now counts with m'
+    return m_new, total * rescale + p.sum(dim=-1, keepdim=True), rescale, p
+
+
+def online_steps(scores: torch.Tensor, block: int, read: int) -> list[dict]:
+    """The online softmax of one row ``scores[:read]`` ``(T_k,)`` in tiles of ``block`` keys, step by step, as
+    chapter 12's explorer and exercise show it: after each tile, its keys ``(start, stop)``, the running maximum
+    ``m``, the factor ``exp(m_old - m)`` the old sum was multiplied by, and the running sum ``l`` of ``exp(s - m)``."""
+    m, total, steps = scores.new_full((1,), NEG_INF), scores.new_zeros(1), []
+    for start in range(0, read, block):
+        tile = scores[start:min(start + block, read)]  # (block,) or shorter at the end
+        m, total, rescale, _ = online_softmax_step(m, total, tile)  # rescale is 0 on the first tile
+        steps.append({"keys": (start, start + len(tile)), "m": float(m), "rescale": float(rescale), "l": float(total)})
+    return steps
+
+
 def _forward(q, k, v, mask, scale: float, block: int):
     """Output ``(..., T_q, d_v)`` and the log-sum-exp of every row of scores ``(..., T_q)`` (+inf if empty)."""
     out = q.new_empty(*q.shape[:-1], v.shape[-1])  # (..., T_q, d_v)
@@ -57,13 +84,8 @@ def _forward(q, k, v, mask, scale: float, block: int):
         acc = qi.new_zeros((*qi.shape[:-1], v.shape[-1]))  # (..., bq, d_v): the running sum of exp(s - m) v
         for cols in _tiles(k.shape[-2], block):
             s = _scores(qi, k[..., cols, :], mask, rows, cols)  # (..., bq, bk)
-            m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # -inf while a row has had no allowed key
-            shift = m_new.masked_fill(m_new == NEG_INF, 0.0)  # ... and then any finite shift will do
-            p = s.sub_(shift).exp_()  # (..., bq, bk): exp(s - m'), 0 where blocked
-            rescale = torch.exp(m - shift)  # (..., bq, 1): what was summed with m now counts with m'
-            total = total * rescale + p.sum(dim=-1, keepdim=True)
+            m, total, rescale, p = online_softmax_step(m, total, s)  # p: (..., bq, bk), exp(s - m)
             acc = acc * rescale + p @ v[..., cols, :]  # (..., bq, bk) @ (..., bk, d_v) -> (..., bq, d_v)
-            m = m_new
         empty = total == 0  # (..., bq, 1): rows with no allowed key; acc is 0 there
         out[..., rows, :] = acc / total.masked_fill(empty, 1.0)
         lse[..., rows] = (m + torch.log(total)).masked_fill(empty, math.inf).squeeze(-1)

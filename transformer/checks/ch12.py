@@ -12,7 +12,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from ..viz.online_softmax import online_steps
+from ..flash import online_steps
 from .core import Mistake, call, compare, fail, hide_positions, outputs, report, values_of
 from .mistakes.ch12 import CACHE_MISTAKES, ONLINE_MISTAKES, REPEAT_KV_MISTAKES, SWIGLU_MISTAKES
 
@@ -27,7 +27,8 @@ TOL = {"atol": 1e-5, "rtol": 1e-4}
 
 def online_by_hand(scores=ONLINE_SCORES, block: int = 2) -> dict[str, float]:
     """The running maximum ``m`` and running sum ``l`` of ``exp(s - m)`` after each tile (``m1``, ``l1``, ``m2``,
-    ...), as :func:`~transformer.viz.online_softmax.online_steps` computes them for the chapter's explorer."""
+    ...), as :func:`~transformer.flash.online_steps` computes them with the kernel's step, for the chapter's
+    explorer too."""
     steps = online_steps(torch.tensor(scores, dtype=torch.float64), block, len(scores))
     return {f"{key}{i}": step[key] for i, step in enumerate(steps, 1) for key in ("m", "l")}
 

@@ -3,29 +3,14 @@
 from __future__ import annotations
 
 import html
-import math
 
 import torch
 
 from .._validate import require_choice, require_float, require_rank
+from ..flash import online_steps  # the running maximum and sum after each tile, from the kernel's own step
 from .explorer import Explorer
 
 MAX_KEYS = 32
-
-
-def online_steps(scores: torch.Tensor, block: int, read: int) -> list[dict]:
-    """The online softmax of ``scores[:read]`` ``(T_k,)`` in tiles of ``block`` keys: after each tile, its keys
-    ``(start, stop)``, the running maximum ``m``, the factor ``exp(m_old - m)`` the old sum was multiplied by, and
-    the running sum ``l`` of ``exp(s - m)``."""
-    m, total, steps = -math.inf, 0.0, []
-    for start in range(0, read, block):
-        tile = scores[start:min(start + block, read)]  # (block,) or shorter at the end
-        m_new = max(m, float(tile.max()))
-        rescale = math.exp(m - m_new)  # 0 on the first tile: nothing to carry over
-        total = total * rescale + float(torch.exp(tile - m_new).sum())
-        steps.append({"keys": (start, start + len(tile)), "m": m_new, "rescale": rescale, "l": total})
-        m = m_new
-    return steps
 
 
 class OnlineSoftmaxExplorer(Explorer):

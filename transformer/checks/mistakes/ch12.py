@@ -12,25 +12,24 @@ import math
 import torch
 import torch.nn.functional as F
 
+from ...flash import online_softmax_step
 from ..core import Mistake
 
 # ----------------------------------------------------------------------------- exercise 2: online softmax
 
 
-def _online(q, k, v, block_size, sum_power=1, acc_power=1, divide=True, scale=True, shift=True):
-    """Attention over key tiles with an online softmax; the keyword arguments each break one step."""
+def _online(q, k, v, block_size, sum_power=1, acc_power=1, divide=True, scale=True):
+    """Attention over key tiles with the package's online-softmax step; the keyword arguments each break one step:
+    the rescaling of the running sum (``sum_power``) or of the values (``acc_power``), the division, the scale."""
     s_scale = 1 / math.sqrt(q.shape[-1]) if scale else 1.0
     m = q.new_full((*q.shape[:-1], 1), -math.inf)  # (..., T_q, 1): the running maximum
     total = q.new_zeros((*q.shape[:-1], 1))  # (..., T_q, 1): the running sum
     acc = q.new_zeros((*q.shape[:-1], v.shape[-1]))  # (..., T_q, d_v): the running weighted sum of values
     for start in range(0, k.shape[-2], block_size):
         s = q @ k[..., start:start + block_size, :].transpose(-2, -1) * s_scale  # (..., T_q, block)
-        m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True)) if shift else torch.zeros_like(m)
-        p = torch.exp(s - m_new)  # (..., T_q, block)
-        rescale = torch.exp(m - m_new) if shift else torch.ones_like(m)
-        total = total * rescale ** sum_power + p.sum(dim=-1, keepdim=True)
+        m, right_total, rescale, p = online_softmax_step(m, total, s)  # p: (..., T_q, block)
+        total = right_total if sum_power == 1 else total * rescale ** sum_power + p.sum(dim=-1, keepdim=True)
         acc = acc * rescale ** acc_power + p @ v[..., start:start + block_size, :]  # (..., T_q, d_v)
-        m = m_new
     return acc / total if divide else acc
 
 

@@ -2,8 +2,9 @@
 
 Exercise 1 counts the parameters of the paper's base model: its question is fixed by the lectures. The other
 inputs (weights, token ids, the label smoothing) come from the run's seed. Scored: the losses and the parameters
-after the training steps, the Translator's logits; reported by the kernel (no points): inputs changed in place,
-the Translator's named parts, table shapes and tying.
+after the training steps, the Translator's logits, and its parts called by their names (positions, src_embed,
+tgt_embed, head) against the grader's own table and matrices; reported by the kernel (no points) beside them:
+inputs changed in place, which named parts it has, table shapes and tying.
 """
 
 from __future__ import annotations
@@ -131,6 +132,20 @@ def _translator_judge(ref):
     return judge
 
 
+NAMED = ("positions", "src_embed", "tgt_embed", "head")
+
+
+def _named_judge(refs: dict, dims: dict):
+    """Scored: each part, called by its name, gives the grader's own reference."""
+    def judge(reply):
+        for name, got in zip(NAMED, fields(reply, *NAMED), strict=True):
+            problem = tensor(got, refs[name], atol=1e-5, rtol=1e-4, dims=dims[name])
+            if problem:
+                return f"self.{name}: {problem}"
+        return None
+    return judge
+
+
 def _parts_judge(cfg):
     d, vs, vt = cfg["d_model"], cfg["src_vocab_size"], cfg["vocab_size"]
 
@@ -195,6 +210,17 @@ def ex3_translator(seed: int):
                    request, _translator_judge(ref))
         yield Case(f"{what}: the token ids unchanged", request,
                    _kept([src, tgt], ["src", "tgt"], ("logits", "args")), scored=False)
+        x, h_in = torch.randn(2, 5, d, generator=g), torch.randn(2, 5, d, generator=g)
+        named = Request("a10.translator_named", {"cfg": cfg, "e_src": e_src, "e_tgt": e_tgt, "src": src, "tgt": tgt,
+                                                 "x": x, "h": h_in, "seed": built})
+        refs = {"positions": x + table[:5], "src_embed": e_src[src] * math.sqrt(d),
+                "tgt_embed": e_tgt[tgt] * math.sqrt(d), "head": h_in @ e_tgt.T}
+        dims = {"positions": ["batch", "seq", "d_model"], "src_embed": ["batch", "T_e", "d_model"],
+                "tgt_embed": ["batch", "T_d", "d_model"], "head": ["batch", "seq", "vocab_size"]}
+        yield Case(f"{what}: its parts called by their names, with the given embedding matrices: positions(x) for a "
+                   f"random x of shape (2, 5, {d}), src_embed(src), tgt_embed(tgt) (scaled by sqrt(d_model)), and "
+                   f"head(h) for a random h, against the sinusoid table and the matrices", named,
+                   _named_judge(refs, dims))
         yield Case(f"{what}: the parts {', '.join(PARTS)} by name, the embedding tables' shapes, and the head tied "
                    f"to the target embedding", Request("a10.translator_parts", {"cfg": cfg, "seed": built}),
                    _parts_judge(cfg), scored=False)

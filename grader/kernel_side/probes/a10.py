@@ -45,6 +45,18 @@ def translator(user, cfg, encoder, decoder, e_src, e_tgt, src, tgt, seed):
     return {"logits": out, "args": [src, tgt]}
 
 
+def translator_named(user, cfg, e_src, e_tgt, src, tgt, x, h, seed):
+    """Translator(cfg)'s parts called by their names, in eval mode, with the given embedding matrices copied into
+    src_embed and tgt_embed: positions(x), src_embed(src), tgt_embed(tgt) and head(h)."""
+    model = _build(user, cfg, seed)
+    model.eval()
+    with torch.no_grad():
+        model.src_embed.weight.copy_(e_src)
+        model.tgt_embed.weight.copy_(e_tgt)
+        return {"positions": model.positions(x.clone()), "src_embed": model.src_embed(src.clone()),
+                "tgt_embed": model.tgt_embed(tgt.clone()), "head": model.head(h.clone())}
+
+
 def translator_parts(user, cfg, seed):
     """What the kernel sees of Translator(cfg): which of the named parts it has, the shapes of its embedding
     tables, and whether the head holds the target embedding's own matrix."""

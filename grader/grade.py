@@ -9,23 +9,21 @@ nothing already graded, ``--resume`` finishes it, and ``--only`` grades some stu
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import os
-import secrets
 import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader import collect, feedback, gradebook, hidden, limits, report, results, sandbox, workers
+from grader.bookkeeping import Book
 from grader.forbidden import findings
 from grader.progress import Progress
 from grader.run import grade_in_sandbox
+from grader.seed import run_seed
 from tools.env import venv_env
 from tools.paths import ROOT, assignments, kernel_read_roots, notebook_path
-
-SECRET_ENV = "GRADER_SECRET"  # the course's secret, from which each assignment's seed is derived
 
 
 @dataclass
@@ -68,21 +66,6 @@ def run_one(assignment: str, text: str, seed: int, box: Path, timeout: float, bu
             problems.append(f"{gid} scored 0: it uses what the exercise forbids (--forbidden zero; see flags)")
     return {"notebook": nbformat.writes(run.notebook), "problems": problems, "sandbox": run.sandbox,
             "verdicts": judged}
-
-
-def run_seed(assignment: str, seed: int | None = None, secret_file: Path | None = None) -> tuple[int, str]:
-    """The run's seed and where it came from: given (a regrade), the course's secret (a file or the
-    environment variable ``GRADER_SECRET``, never inside the repository), or fresh."""
-    if seed is not None:
-        return int(seed), "given"
-    secret, source = None, "fresh"
-    if secret_file is not None:
-        secret, source = secret_file.read_text(encoding="utf-8").strip(), f"the secret in {secret_file}"
-    elif os.environ.get(SECRET_ENV):
-        secret, source = os.environ[SECRET_ENV], f"the secret in ${SECRET_ENV}"
-    if secret:
-        return int.from_bytes(hashlib.sha256(f"{secret}:{assignment}".encode()).digest()[:8], "little") >> 1, source
-    return secrets.randbits(63), source
 
 
 def _refusal(assignment: str, submissions: Path, opts: Options) -> str | None:
@@ -183,7 +166,7 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
     has_mathjax = feedback.copy_mathjax(out / "feedback")
     progress = Progress(quiet=opts.quiet)
     progress.start(len(ready))
-    book = _Book(out, assignment, db_url, unsafe, seed, flagged)
+    book = Book(out, assignment, db_url, unsafe, seed, flagged)
     try:
         _run_all(assignment, ready, book, progress, jobs, seed=seed, timeout=timeout, budget=budget,
                  max_points=max_points, zeroed=zeroed)
@@ -205,43 +188,6 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
     exported = _export(out, rows, assignment, opts) if opts.export else None
     report.closing(out, rows, max_points, run_info, progress, has_mathjax, pairs, exported, unsafe)
     return 0
-
-
-class _Book:
-    """The trusted side's record of each graded submission: gradebook, feedback page, saved result."""
-
-    def __init__(self, out: Path, assignment: str, db_url: str, unsafe: bool, seed: int, flagged: dict):
-        self.out, self.assignment, self.db_url, self.unsafe, self.seed = out, assignment, db_url, unsafe, seed
-        self.flagged = flagged            # student -> flags (read statically, by the grader)
-        self.sandboxes: dict = {}         # student -> what the sandbox stopped
-        self.manual: dict = {}            # student -> grade_ids whose points were entered by hand
-        self.notebooks: dict = {}         # student -> the notebook as it ran (for the similarity report)
-
-    def fresh(self, sub, result: dict) -> None:
-        """Steps 3-5 for a submission just graded: its result saved first, then gradebook and page."""
-        record = {"student": sub.student, "file": report.clean(sub.file_name), "digest": sub.digest,
-                  "seed": self.seed, "problems": result["problems"], "sandbox": result["sandbox"],
-                  "flags": self.flagged.get(sub.student, []), "verdicts": result["verdicts"]}
-        results.save(self.out / "results", sub.student, record, result["notebook"])
-        self.keep(sub, {**record, "notebook": result["notebook"]})
-
-    def keep(self, sub, record: dict) -> None:
-        """A submission's result (fresh or saved) into the gradebook, its page and its row."""
-        import nbformat
-
-        for p in record["problems"]:
-            sub.note(p)
-        judged = record["verdicts"]
-        held = gradebook.record(self.db_url, self.assignment, sub.student, {g: v.points for g, v in judged.items()})
-        sub.points, sub.score, sub.graded = held.points, held.score, True
-        self.manual[sub.student] = held.manual
-        self.sandboxes[sub.student] = record["sandbox"]
-        self.flagged[sub.student] = record.get("flags", [])
-        nb = nbformat.reads(record["notebook"], as_version=4)
-        self.notebooks[sub.student] = nb
-        notes = [*sub.problems, *(f"read by the grader: {f}" for f in self.flagged[sub.student])]
-        page = feedback.page(nb, judged, notes, self.assignment, sub.student, self.db_url, sandboxed=not self.unsafe)
-        (self.out / "feedback" / f"{sub.student}.html").write_text(page, encoding="utf-8")
 
 
 def _cell_timeout() -> int:
@@ -285,7 +231,7 @@ def _to_zero(found: list) -> dict[str, list[str]]:
     return out
 
 
-def _run_all(assignment: str, ready: list, book: _Book, progress: Progress, jobs: int, zeroed: dict,
+def _run_all(assignment: str, ready: list, book: Book, progress: Progress, jobs: int, zeroed: dict,
              **settings) -> None:
     """Step 2 for every read submission on ``jobs`` workers, each result recorded as it arrives."""
     watch = {gid: tuple(f.names) for gid, f in getattr(hidden.module_for(assignment), "FORBIDS", {}).items()}

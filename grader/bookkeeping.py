@@ -1,0 +1,48 @@
+"""The bookkeeping of a grading run, on the trusted side: each graded submission's result saved
+(``grader/results.py``), its points written into nbgrader's gradebook (``grader/gradebook.py``) and its feedback
+page made (``grader/feedback.py``); and what the report reads of each (``grader/report.py``): what the sandbox
+stopped, the grader's static findings, the points entered by hand, the notebook as it ran.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader import feedback, gradebook, report, results
+
+
+class Book:
+    """The trusted side's record of each graded submission: gradebook, feedback page, saved result."""
+
+    def __init__(self, out: Path, assignment: str, db_url: str, unsafe: bool, seed: int, flagged: dict):
+        self.out, self.assignment, self.db_url, self.unsafe, self.seed = out, assignment, db_url, unsafe, seed
+        self.flagged = flagged            # student -> flags (read statically, by the grader)
+        self.sandboxes: dict = {}         # student -> what the sandbox stopped
+        self.manual: dict = {}            # student -> grade_ids whose points were entered by hand
+        self.notebooks: dict = {}         # student -> the notebook as it ran (for the similarity report)
+
+    def fresh(self, sub, result: dict) -> None:
+        """Steps 3-5 for a submission just graded: its result saved first, then gradebook and page."""
+        record = {"student": sub.student, "file": report.clean(sub.file_name), "digest": sub.digest,
+                  "seed": self.seed, "problems": result["problems"], "sandbox": result["sandbox"],
+                  "flags": self.flagged.get(sub.student, []), "verdicts": result["verdicts"]}
+        results.save(self.out / "results", sub.student, record, result["notebook"])
+        self.keep(sub, {**record, "notebook": result["notebook"]})
+
+    def keep(self, sub, record: dict) -> None:
+        """A submission's result (fresh or saved) into the gradebook, its page and its row."""
+        import nbformat
+
+        for p in record["problems"]:
+            sub.note(p)
+        judged = record["verdicts"]
+        held = gradebook.record(self.db_url, self.assignment, sub.student, {g: v.points for g, v in judged.items()})
+        sub.points, sub.score, sub.graded = held.points, held.score, True
+        self.manual[sub.student] = held.manual
+        self.sandboxes[sub.student] = record["sandbox"]
+        self.flagged[sub.student] = record.get("flags", [])
+        nb = nbformat.reads(record["notebook"], as_version=4)
+        self.notebooks[sub.student] = nb
+        notes = [*sub.problems, *(f"read by the grader: {f}" for f in self.flagged[sub.student])]
+        page = feedback.page(nb, judged, notes, self.assignment, sub.student, self.db_url, sandboxed=not self.unsafe)
+        (self.out / "feedback" / f"{sub.student}.html").write_text(page, encoding="utf-8")

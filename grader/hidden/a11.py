@@ -1,9 +1,11 @@
 """Hidden tests of assignment 11, GPT, BERT and ViT (references: the package's sampling filters, PyTorch's
 F.unfold, the masks of chapter 7, and the masking rule measured by transformer.checks.ch11.masking_problems).
 
-Every input comes from the run's seed. Masking is judged on the tokens and labels the grader reads; whether two
-calls with generators seeded alike agree, and whether the ids were changed in place, only the kernel can see:
-those are reported, not scored.
+Every input comes from the run's seed. Masking is judged on the tokens and labels the grader reads, of a first call
+and of a second call on the very same ids tensor (a function that changed its ids answers it wrongly). Whether the
+two calls, with generators seeded alike, agree, and the ids after the calls, only the kernel can see: those are
+reported, not scored (the grader cannot draw the numbers itself: a correct answer may consume the generator in any
+order, so the only reference for one call's draws is another call's, which a reply could copy).
 """
 
 from __future__ import annotations
@@ -93,14 +95,19 @@ def _pair(got, ids) -> str | None:
     return None
 
 
-def _masking_judge(ids, mask_id, vocab_size, special_ids, p):
+def _masking_judge(ids, mask_id, vocab_size, special_ids, p, which="first"):
+    """Scored: the result of the first call, or (``which="second"``) of the second call on the very same ids tensor,
+    judged against the grader's ids by the masking rule."""
     def judge(reply):
-        first, _second, _args = fields(reply, *MASKING)
-        problem = _pair(first, ids)
-        if problem:
-            return problem
-        problems = masking_problems(ids, tuple(first), mask_id, vocab_size, special_ids, p)
-        return "; ".join(line.removeprefix("Hint: ") for line in problems) if problems else None
+        got = dict(zip(MASKING, fields(reply, *MASKING), strict=True))[which]
+        problem = _pair(got, ids)
+        if not problem:
+            problems = masking_problems(ids, tuple(got), mask_id, vocab_size, special_ids, p)
+            problem = "; ".join(line.removeprefix("Hint: ") for line in problems) if problems else None
+        if problem and which == "second":
+            return (f"a second call on the very same ids tensor: {problem} (does the function change the ids it was "
+                    "given? work on a copy)")
+        return problem
     return judge
 
 
@@ -123,6 +130,9 @@ def ex3_mask_tokens(seed: int):
         what = f"mask_tokens on {rows} sentences of up to {seq} tokens, vocabulary {vocab}, p = {p}"
         yield Case(f"{what}: the share chosen, the 80/10/10 shares, the labels and the random tokens", request,
                    _masking_judge(ids, mask_id, vocab_size, specials, p))
+        yield Case(f"{what}, called a second time on the very same ids tensor: again the share chosen, the 80/10/10 "
+                   "shares, the labels and the random tokens (a function that changed its ids answers it wrongly)",
+                   request, _masking_judge(ids, mask_id, vocab_size, specials, p, "second"))
         yield Case(f"{what}: the same result for generators seeded alike", request, _same_judge, scored=False)
         yield Case(f"{what}: ids unchanged", request,
                    lambda reply, ids=ids: unchanged([ids], fields(reply, *MASKING)[2], ["ids"]), scored=False)

@@ -188,6 +188,10 @@ RIGHT = {
 
 KEEPS_INPUTS = {"ex3_answer": "changed"}
 
-# Faults only the kernel can see (the hidden tests report them, no points): the same result for generators seeded
-# alike, and the ids changed in place (the tokens and labels returned are right).
-REPORTED_ONLY = {("ex3_answer", "generator ignored"), ("ex3_answer", "in place")}
+# "in place" is scored: the hidden tests call mask_tokens a second time on the very same ids tensor and judge that
+# result by the masking rule too; the ids after the calls stay reported.
+# "generator ignored" stays reported only: its tokens and labels obey the masking rule, and the grader cannot draw
+# the expected numbers itself (a correct answer may consume the generator in any order: torch.rand, bernoulli,
+# multinomial), so the only reference for one call's draws is another call's, a value from the same kernel that a
+# rewritten reply could copy; scoring it would let a reply rewritten after the fact score more than the code.
+REPORTED_ONLY = {("ex3_answer", "generator ignored")}

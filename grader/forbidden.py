@@ -2,7 +2,7 @@
 
 Each hidden-test module declares ``FORBIDS = {grade_id: Forbid(function, names)}``, what its exercise's
 text forbids (``**Do not use:**``): dotted names of modules (``transformer``: the whole package) or callables.
-A callable stands for the same code by every name PyTorch gives it (``forbidden_calls.routes``: its ATen
+A callable stands for the same code by every name PyTorch gives it (``kernel_side.routes``: its ATen
 operator and overloads, its other bindings, its tensor method, the ``torch.nn`` classes and functions that
 call it). :func:`findings` resolves imports (``as`` too), aliases, attribute chains and ``getattr`` with a
 literal, and reads a method taken on anything else by its name (``x.repeat_interleave``); a use in an answer
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from grader import limits
-from grader.kernel_side.forbidden_calls import routes
+from grader.kernel_side.routes import routes
 from grader.reading import bindings, index, literal_getattr, names_used, parse
 from tools import nbmeta
 

@@ -7,24 +7,22 @@ from collections.abc import Callable
 
 import torch
 
-from ._validate import require_float, require_int, require_number, require_rank, require_tensor
+from ._validate import require_float, require_int, require_rank
 from .modes import eval_mode
-from .sampling import _require_settings, _sample_next, sample_next
+from .sampling import _require_settings, _sample_next, sample_next, sampling_distribution
 
 
 def softmax_with_temperature(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
-    """``softmax(logits / T)`` over the last dimension; small ``T`` sharpens, large ``T`` flattens."""
-    require_tensor("logits", logits)
-    require_number("temperature", temperature, low=0, open_low=True)
-    return (logits / temperature).softmax(dim=-1)
+    """``softmax(logits / temperature)`` over the last dimension of ``logits (..., vocab)``; a small temperature
+    sharpens, a large one flattens. It is :func:`~transformer.sampling.sampling_distribution` without the
+    filters of chapter 11."""
+    return sampling_distribution(logits, temperature)
 
 
-def next_token(logits: torch.Tensor, temperature: float = 0.0, generator: torch.Generator | None = None,
-               top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
-    """:func:`transformer.sampling.sample_next` with its arguments, greedy by default: ``(batch, vocab)``
-    logits -> ``(batch,)`` ids, the argmax when ``temperature == 0``, else a sample from
-    ``softmax(logits / temperature)`` after the top-k and top-p filters of chapter 11 if they are given."""
-    return sample_next(logits, temperature, generator, top_k, top_p)
+next_token = sample_next
+"""Chapter 9's name for :func:`transformer.sampling.sample_next`, the same function: ``(batch, vocab)`` logits ->
+``(batch,)`` ids, the argmax when ``temperature == 0`` (the default), else a sample from
+``softmax(logits / temperature)`` after the top-k and top-p filters of chapter 11 if they are given."""
 
 
 @torch.no_grad()

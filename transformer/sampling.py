@@ -95,12 +95,12 @@ def _distribution(logits: torch.Tensor, temperature: float, top_k: int | None, t
     return z.softmax(dim=-1)
 
 
-def sample_next(logits: torch.Tensor, temperature: float = 1.0, generator: torch.Generator | None = None,
+def sample_next(logits: torch.Tensor, temperature: float = 0.0, generator: torch.Generator | None = None,
                 top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
     """``logits (batch, vocab)`` -> ``(batch,)`` ids drawn from :func:`sampling_distribution`.
 
-    ``temperature = 0`` is greedy decoding: the argmax, whatever the filters. Chapter 9's
-    :func:`~transformer.decoding.next_token` is this function, greedy unless told otherwise.
+    ``temperature = 0``, the default, is greedy decoding: the argmax, whatever the filters. Chapter 9 calls this
+    function :func:`~transformer.decoding.next_token`.
     """
     _require_sampling(logits, temperature, top_k, top_p, batch_of_rows=True)
     return _sample_next(logits, temperature, generator, top_k, top_p)

@@ -7,7 +7,7 @@ here send replies that encode a number k (k NaNs, k wrong values, a wrong value 
 wrong counts) and require the very same feedback for every k.
 
 The visible check (:func:`transformer.checks.core.compare`) and the hidden judge (:func:`grader.hidden.judge.tensor`)
-both decide by :func:`transformer.checks.core.judge_values`; the tests here give both every variant of a right answer
+both decide by :func:`transformer.checks.rule.judge_values`; the tests here give both every variant of a right answer
 (another kind of number, another precision, an array or a list for a tensor) and a wrong one, the hidden judge after
 the kernel's plain-data round trip, and require the same verdict.
 """
@@ -23,7 +23,8 @@ from grader import hidden
 from grader.hidden import a01, a02, a04, judge
 from grader.kernel_side import plain
 from transformer.checks.answers import count_differences, plain_counts
-from transformer.checks.core import ATOL, RTOL, compare
+from transformer.checks.core import compare
+from transformer.checks.rule import ATOL, RTOL
 
 SEED = 20261125
 KS = [1, 2, 3, 7, 11]

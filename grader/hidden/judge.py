@@ -3,7 +3,7 @@
 A message names the kind of problem in fixed words, in the visible checks' order: the wrong type, the
 wrong shape (the expected one, with its named dimensions), the dtype, "values are NaN or infinite",
 "values are wrong" (with the tolerance), a changed input. A value is compared by the visible checks'
-own rule, :func:`transformer.checks.core.judge_values`, so that an answer the public checks pass is
+own rule, :func:`transformer.checks.rule.judge_values`, so that an answer the public checks pass is
 never refused here for something that is not an error.
 
 The words never show the expected values, and never carry anything a reply can choose beyond which
@@ -28,7 +28,8 @@ import torch
 # the visible checks' reading of a number (as_int is for the hidden tests) and of a shape written by hand, their way
 # of writing a shape, (batch=2, seq=3), and their rule for comparing values
 from transformer.checks.answers import as_ints
-from transformer.checks.core import ATOL, RTOL, as_int, as_number, judge_values, named_shape, number_kind  # noqa: F401
+from transformer.checks.core import as_int, as_number, named_shape  # noqa: F401
+from transformer.checks.rule import ATOL, RTOL, judge_values, number_kind
 
 
 class Malformed(ValueError):
@@ -86,10 +87,10 @@ def shape(got, want: tuple[int, ...]) -> str | None:
 def tensor(got, want: torch.Tensor, atol: float = ATOL, rtol: float = RTOL, dims=None, dtype: str = "kind",
            exact: bool = False) -> str | None:
     """``got`` must be a tensor (or an array or list of numbers, as for the visible checks) of ``want``'s shape,
-    close to it (or equal if ``exact``), by :func:`~transformer.checks.core.judge_values`.
+    close to it (or equal if ``exact``), by :func:`~transformer.checks.rule.judge_values`.
 
     ``dtype="kind"`` (the default) asks for a kind of number the visible checks accept (see
-    :data:`~transformer.checks.core.ACCEPTED_KINDS`, any precision); ``"exact"`` for a tensor of the very dtype
+    :data:`~transformer.checks.rule.ACCEPTED_KINDS`, any precision); ``"exact"`` for a tensor of the very dtype
     (float64 in, float64 out).
     """
     if exact:

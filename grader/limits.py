@@ -129,3 +129,8 @@ LINE_CHARS = 160               # characters of one attention line on the termina
 NAMES_SHOWN = 50               # student ids listed in an error message about --only
 CELL_TEXT_CHARS = 2000         # characters of any text the report writes into one CSV cell or line
 HEATMAP_MAX_STUDENTS = 40      # the course page draws a heat map of students only up to this class size
+# the similarity report (grader/similarity.py)
+MAX_CODE_CHARS = 5_000         # characters of one student's code fingerprinted, answer cells first: about twice
+                               # the longest solution of the book (2,612 characters)
+MAX_LISTED = 1000              # pairs listed in the report's table (all are returned)
+MAX_SHOWN = 50                 # pairs whose code the report shows side by side

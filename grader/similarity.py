@@ -16,7 +16,7 @@ is not one) and one reference against the others, with no boilerplate; copydetec
 the template as boilerplate, and says where the matches are, which the page marks. Its ``CodeFingerprint``
 reads from a stream (``fp=``), so nothing is written to disk.
 
-Bounded for a class: each student is fingerprinted once, on at most ``MAX_CODE_CHARS`` characters (answer
+Bounded for a class: each student is fingerprinted once, on at most ``limits.MAX_CODE_CHARS`` characters (answer
 cells first); a pair then costs a set intersection and, for each one, an OR of the positions its shared
 fingerprints cover, kept as the bits of an int (``_Print``): the same number as copydetect's
 ``compare_files`` (a test keeps them equal), without its numpy arrays per pair. ``compare_files`` itself
@@ -34,9 +34,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import limits
 from tools import nbmeta
 
-MAX_CODE_CHARS = 5_000  # of one student's code: about twice the longest solution of the book (2,612 characters)
 NOISE = 25  # characters of normalised code (copydetect's default noise threshold): a shorter match is not one
 WINDOW = 1  # winnowing window, guarantee - noise + 1: copydetect's defaults (both 25) keep every k-gram
 # Measured on chapter 4: its solution against students whose four answers are all from the bank (tests/bank/a04.py,
@@ -45,8 +45,6 @@ WINDOW = 1  # winnowing window, guarantee - noise + 1: copydetect's defaults (bo
 # bank: 7%, 40% and 100% of them at 0.7 or more. A copy with every name changed and its functions reordered: 0.96,
 # and 0.83 with 30 lines of scratch work added.
 THRESHOLD = 0.7
-MAX_LISTED = 1000  # pairs in the page's table (all are returned)
-MAX_SHOWN = 50     # pairs whose code the page shows side by side
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")  # not text on a page (lone surrogates too)
 
 Span = tuple[int, int]
@@ -83,7 +81,8 @@ def report(release, notebooks: dict, out: Path, threshold: float = THRESHOLD) ->
             if score >= threshold:
                 pairs.append(Pair(a, b, score, matches))
     pairs.sort(key=lambda p: (-p.score, p.a, p.b))
-    shown = {(p.a, p.b): _matched_spans(prints[p.a], prints[p.b], codes[p.a], codes[p.b]) for p in pairs[:MAX_SHOWN]}
+    shown = {(p.a, p.b): _matched_spans(prints[p.a], prints[p.b], codes[p.a], codes[p.b])
+             for p in pairs[:limits.MAX_SHOWN]}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(page(pairs, codes, shown, threshold, len(notebooks), skipped), encoding="utf-8")
     return pairs
@@ -92,7 +91,7 @@ def report(release, notebooks: dict, out: Path, threshold: float = THRESHOLD) ->
 def student_code(release, nb) -> str:
     """The student's own code in ``nb``: answer cells, then added cells (so that scratch work never pushes an
     answer past the cap), each under a comment naming it, with every line equal to a line of the release's code
-    taken out; at most ``MAX_CODE_CHARS`` characters of printable text."""
+    taken out; at most ``limits.MAX_CODE_CHARS`` characters of printable text."""
     lines = [line for cell in release.cells if cell.cell_type == "code" for line in _text(cell.source).splitlines()]
     template = {_bare(line) for line in lines} | {line.strip() for line in lines}  # code, and comments as they are
     template.discard("")
@@ -103,9 +102,9 @@ def student_code(release, nb) -> str:
         gid = nbmeta.grade_id(cell)
         if cell.get("cell_type") != "code" or (gid in in_release and gid not in answers):
             continue
-        if gid not in answers and size >= MAX_CODE_CHARS:
+        if gid not in answers and size >= limits.MAX_CODE_CHARS:
             continue  # a flood of added cells is not read past the cap
-        lines = [line for line in _text(cell.get("source", ""), MAX_CODE_CHARS).splitlines()
+        lines = [line for line in _text(cell.get("source", ""), limits.MAX_CODE_CHARS).splitlines()
                  if _bare(line) not in template and line.strip() not in template]
         if any(_bare(line) for line in lines):  # code, not only comments
             source = "\n".join(lines)
@@ -115,7 +114,7 @@ def student_code(release, nb) -> str:
                 added.append(source)
             size += len(source)
     named = [*mine, *((f"added cell {i}", source) for i, source in enumerate(added, 1))]
-    return _join(named)[:MAX_CODE_CHARS]
+    return _join(named)[:limits.MAX_CODE_CHARS]
 
 
 def _join(named) -> str:
@@ -253,23 +252,25 @@ def page(pairs: list[Pair], codes: dict[str, str], shown: dict, threshold: float
     else:
         rows = "".join(
             f"<tr><td class='num'>{i}</td><td>{e(p.a)}</td><td>{e(p.b)}</td><td class='num'>{p.score:.0%}</td>"
-            f"<td>{_link(i)}</td></tr>" for i, p in enumerate(pairs[:MAX_LISTED], 1))
-        more = (f"<p>and {len(pairs) - MAX_LISTED} more pairs, not listed.</p>" if len(pairs) > MAX_LISTED else "")
-        more += f"<p>The code of the first {MAX_SHOWN} pairs is shown below.</p>" if len(pairs) > MAX_SHOWN else ""
+            f"<td>{_link(i)}</td></tr>" for i, p in enumerate(pairs[:limits.MAX_LISTED], 1))
+        more = (f"<p>and {len(pairs) - limits.MAX_LISTED} more pairs, not listed.</p>"
+                if len(pairs) > limits.MAX_LISTED else "")
+        more += (f"<p>The code of the first {limits.MAX_SHOWN} pairs is shown below.</p>"
+                 if len(pairs) > limits.MAX_SHOWN else "")
         body = (f"<table><caption>{len(pairs)} pair{'s' if len(pairs) != 1 else ''} at or above "
                 f"{threshold:.0%}</caption><thead><tr><th scope='col'>#</th><th scope='col'>first student</th>"
                 f"<th scope='col'>second student</th><th scope='col'>score</th><th scope='col'>code</th></tr></thead>"
                 f"<tbody>{rows}</tbody></table>{more}")
-        body += "".join(_side_by_side(i, p, codes, shown[p.a, p.b]) for i, p in enumerate(pairs[:MAX_SHOWN], 1))
+        body += "".join(_side_by_side(i, p, codes, shown[p.a, p.b]) for i, p in enumerate(pairs[:limits.MAX_SHOWN], 1))
     return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
             "<meta name='viewport' content='width=device-width, initial-scale=1'>"
             f"<title>Similarity of submissions</title><style>{STYLE}</style></head><body><main>"
-            f"<h1>Similarity of submissions</h1>{SEES.format(noise=NOISE, cap=MAX_CODE_CHARS)}{head}{body}"
+            f"<h1>Similarity of submissions</h1>{SEES.format(noise=NOISE, cap=limits.MAX_CODE_CHARS)}{head}{body}"
             "</main></body></html>\n")
 
 
 def _link(i: int) -> str:
-    return f"<a href='#pair-{i}'>pair {i}'s code</a>" if i <= MAX_SHOWN else "not shown"
+    return f"<a href='#pair-{i}'>pair {i}'s code</a>" if i <= limits.MAX_SHOWN else "not shown"
 
 
 def _side_by_side(i: int, p: Pair, codes: dict[str, str], spans) -> str:

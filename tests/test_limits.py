@@ -45,6 +45,7 @@ GUIDE_PHRASES = [
     ("a file system of its own of {n} MiB", "BOX_BYTES", "MiB"),
     ("a bound ({n} GiB) on all the memory", "MEMORY_BYTES", "GiB"),
     ("bounded only by {n} MiB per file", "SANDBOX_FILE_BYTES", "MiB"),
+    ("compared up to its first {n} characters", "MAX_CODE_CHARS", ""),
 ]
 
 # Upper-case numeric constants of grader modules that are not limits, and why. Keep it short: a new bound goes
@@ -59,10 +60,6 @@ ALLOWED = {
     ("grader/similarity.py", "NOISE"): "copydetect's fingerprint parameter: what a match is, not a bound",
     ("grader/similarity.py", "WINDOW"): "copydetect's winnowing window: how fingerprints are taken, not a bound",
     ("grader/similarity.py", "THRESHOLD"): "the default share from which a pair is listed (--similar): a setting",
-    # Limits still defined in a module edited in another change; they move to grader/limits.py with it.
-    ("grader/similarity.py", "MAX_CODE_CHARS"): "a limit, to move into limits.py (similarity.py is edited elsewhere)",
-    ("grader/similarity.py", "MAX_LISTED"): "a limit, to move into limits.py (similarity.py is edited elsewhere)",
-    ("grader/similarity.py", "MAX_SHOWN"): "a limit, to move into limits.py (similarity.py is edited elsewhere)",
 }
 # The exercises' own data (tolerances, sizes of hidden inputs) is not the grader's limits.
 NOT_SCANNED = ("grader/hidden/",)

@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import similarity
+from grader import limits, similarity
 from grader.collect import Submission, rebuild
 
 from bank import a04
@@ -171,8 +171,8 @@ def test_hostile_code_never_stops_the_report(release, tmp_path):
     out = tmp_path / "similarity.html"
     pairs = similarity.report(release, notebooks, out)
     assert [(p.a, p.b) for p in pairs] == [("junk1", "junk2")]  # the same junk, read as text
-    assert len(similarity.student_code(release, notebooks["big"])) == similarity.MAX_CODE_CHARS
-    assert len(similarity.student_code(release, notebooks["flood"])) == similarity.MAX_CODE_CHARS
+    assert len(similarity.student_code(release, notebooks["big"])) == limits.MAX_CODE_CHARS
+    assert len(similarity.student_code(release, notebooks["flood"])) == limits.MAX_CODE_CHARS
     text = out.read_bytes().decode("utf-8")  # strict: no lone surrogate reached the page
     assert "\x00" not in text and "\x1b" not in text
     assert "broken, empty, none" in text

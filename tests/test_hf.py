@@ -212,42 +212,42 @@ def test_configs_we_cannot_express_are_refused(cls, settings, words):
 # ----------------------------------------------------------------------------- RoPE: Llama's rotate_half
 
 
-def llama_rope(d_head: int, max_len: int, theta: float) -> LlamaRotaryEmbedding:
-    config = tf.LlamaConfig(hidden_size=2 * d_head, num_attention_heads=2, max_position_embeddings=max_len,
+def llama_rope(d_h: int, max_len: int, theta: float) -> LlamaRotaryEmbedding:
+    config = tf.LlamaConfig(hidden_size=2 * d_h, num_attention_heads=2, max_position_embeddings=max_len,
                             rope_parameters={"rope_type": "default", "rope_theta": theta})
     return LlamaRotaryEmbedding(config)
 
 
-ROPE_CASES = [(4, 8, 10000.0), (8, 16, 10000.0), (16, 24, 500.0), (32, 12, 1e6)]  # (d_head, seq, theta)
+ROPE_CASES = [(4, 8, 10000.0), (8, 16, 10000.0), (16, 24, 500.0), (32, 12, 1e6)]  # (d_h, seq, theta)
 
 
-@pytest.mark.parametrize("d_head, seq, theta", ROPE_CASES)
-def test_rope_half_rotates_as_llama_exactly(d_head, seq, theta):
+@pytest.mark.parametrize("d_h, seq, theta", ROPE_CASES)
+def test_rope_half_rotates_as_llama_exactly(d_h, seq, theta):
     """The pairing: Llama's own `apply_rotary_pos_emb` with our angles equals ours, to 1e-10 in float64."""
-    g = torch.Generator().manual_seed(d_head)
-    q, k = (torch.randn(2, 3, seq, d_head, dtype=torch.float64, generator=g) for _ in range(2))
-    ours = RotaryEmbedding(d_head, seq, base=theta, pairs="half")
-    cos = torch.cat([ours.cos, ours.cos], dim=-1)[None]  # (1, seq, d_head): Llama repeats each angle per half
-    sin = torch.cat([ours.sin, ours.sin], dim=-1)[None]  # (1, seq, d_head)
+    g = torch.Generator().manual_seed(d_h)
+    q, k = (torch.randn(2, 3, seq, d_h, dtype=torch.float64, generator=g) for _ in range(2))
+    ours = RotaryEmbedding(d_h, seq, base=theta, pairs="half")
+    cos = torch.cat([ours.cos, ours.cos], dim=-1)[None]  # (1, seq, d_h): Llama repeats each angle per half
+    sin = torch.cat([ours.sin, ours.sin], dim=-1)[None]  # (1, seq, d_h)
     q_llama, k_llama = apply_rotary_pos_emb(q, k, cos, sin)
     close(ours(q), q_llama, 1e-10)
     close(ours(k), k_llama, 1e-10)
-    assert (RotaryEmbedding(d_head, seq, base=theta)(q) - q_llama).abs().max() > 1e-3  # interleaved pairs differ
+    assert (RotaryEmbedding(d_h, seq, base=theta)(q) - q_llama).abs().max() > 1e-3  # interleaved pairs differ
 
 
-@pytest.mark.parametrize("d_head, seq, theta", ROPE_CASES)
+@pytest.mark.parametrize("d_h, seq, theta", ROPE_CASES)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_rope_half_equals_llama_rotary_embedding(d_head, seq, theta, dtype):
+def test_rope_half_equals_llama_rotary_embedding(d_h, seq, theta, dtype):
     """End to end with `LlamaRotaryEmbedding`, which computes its angles in float32 whatever the model's dtype:
     ours (float64 angles) agree to float32 rounding of the angles, ``|dq| <= |q| * seq * 2**-20``."""
     g = torch.Generator().manual_seed(seq)
-    q, k = (torch.randn(2, 3, seq, d_head, dtype=dtype, generator=g) for _ in range(2))
+    q, k = (torch.randn(2, 3, seq, d_h, dtype=dtype, generator=g) for _ in range(2))
     positions = torch.arange(seq)[None].expand(2, seq)  # (batch, seq)
-    cos, sin = llama_rope(d_head, seq, theta)(q, positions)
+    cos, sin = llama_rope(d_h, seq, theta)(q, positions)
     q_llama, k_llama = apply_rotary_pos_emb(q, k, cos, sin)
-    ours = RotaryEmbedding(d_head, seq, base=theta, pairs="half")
+    ours = RotaryEmbedding(d_h, seq, base=theta, pairs="half")
     bound = max(q.abs().max(), k.abs().max()).item() * seq * 2**-20
     assert bound < 1e-3
     close(ours(q), q_llama, bound)
     close(ours(k), k_llama, bound)
-    assert (RotaryEmbedding(d_head, seq, base=theta)(q) - q_llama).abs().max() > 1e-3
+    assert (RotaryEmbedding(d_h, seq, base=theta)(q) - q_llama).abs().max() > 1e-3

@@ -46,7 +46,7 @@ CASES = {
     # ---- positional schemes inside attention: checked once, when the layer is built or called
     "a RoPE of the wrong head size to MultiHeadAttention": (
         lambda: T.MultiHeadAttention(16, 4, rope=T.RotaryEmbedding(8)), ValueError,
-        m("rope:", "d_head=4 (d_model / n_heads)", "got d_head=8")),
+        m("rope:", "d_h=4 (d_model / n_heads)", "got d_h=8")),
     "a relative bias of the wrong heads to MultiHeadAttention": (
         lambda: T.MultiHeadAttention(16, 4, relative_bias=T.RelativePositionBias(2)), ValueError,
         m("relative_bias:", "n_heads=4", "got n_heads=2")),
@@ -237,7 +237,7 @@ CASES = {
     "RotaryEmbedding float offset": (lambda: T.RotaryEmbedding(8, max_len=8)(r(1, 2, 3, 8), offset=1.5),
                                      TypeError, m("offset:", "expected an int", "got float")),
     "RotaryEmbedding of the wrong head size": (lambda: T.RotaryEmbedding(8)(r(1, 2, 3, 6)), ValueError,
-                                               m("x:", "d_head=8 in the last dimension", "got shape (1, 2, 3, 6)")),
+                                               m("x:", "d_h=8 in the last dimension", "got shape (1, 2, 3, 6)")),
     "DecoderOnly with rope too long": (lambda: T.DecoderOnly(cfg(positional="rope"))(LONG_IDS), ValueError,
                                        m("ids:", "at most max_len=8 positions", "got 10")),
     "EncoderOnly with sinusoidal too long": (lambda: T.EncoderOnly(cfg())(LONG_IDS), ValueError,
@@ -309,7 +309,7 @@ CASES = {
                                      m("model:", "expected a Hugging Face", "got dict")),
     # ---- odd sizes for rotations
     "RoPE on odd d": (lambda: T.apply_rope(r(5, 7)), ValueError, m("x:", "even last dimension", "got 7")),
-    "RotaryEmbedding odd d_head": (lambda: T.RotaryEmbedding(5), ValueError, m("d_head:", "even head size", "got 5")),
+    "RotaryEmbedding odd d_h": (lambda: T.RotaryEmbedding(5), ValueError, m("d_h:", "even head size", "got 5")),
     "rope config with odd d_h": (lambda: cfg(d_model=12, n_heads=4, positional="rope"), ValueError,
                                  m("d_model:", "even d_h", "got d_h=3")),
     "shift_matrix odd d": (lambda: T.shift_matrix(1, 5), ValueError, m("d_model:", "even d_model", "got 5")),
@@ -485,7 +485,7 @@ def test_valid_calls_in_the_same_style_pass():
     assert T.one_hot(torch.tensor([1, 3], dtype=torch.uint8), 5).argmax(-1).tolist() == [1, 3]  # any integer type
     assert T.shift_matrix(1, 4).shape == (4, 4)
     assert T.softmax_with_temperature(r(2, 5), 1e-3).shape == (2, 5)
-    assert cfg(d_model=12, n_heads=3, positional="rope", norm="rms").d_head == 4
+    assert cfg(d_model=12, n_heads=3, positional="rope", norm="rms").d_h == 4
     assert cfg(pad_id=None).pad_id is None and cfg(pad_id=19, rope_pairs="half", type_vocab_size=2).pad_id == 19
     assert T.padding_mask(IDS_13, None).all() and T.causal_padding_mask(IDS_13, None).equal(T.causal_mask(3)[None])
     assert T.EncoderOnly(cfg(type_vocab_size=2)).encode(IDS_13, torch.tensor([[0, 1, 1]])).shape == (1, 3, 16)

@@ -1,6 +1,6 @@
 """The key/value cache (chapter 12): generating with it gives the tokens generation without it gives, greedy and
 sampled with the same generator, for every positional scheme; its logits equal the full forward's, position by
-position; it holds ``(batch, n_kv_heads, seq, d_head)`` per layer."""
+position; it holds ``(batch, n_kv_heads, seq, d_h)`` per layer."""
 
 from __future__ import annotations
 

@@ -151,9 +151,9 @@ def test_rope_rotates_each_pair_by_its_frequency():
 
 
 def test_rotary_embedding_offset():
-    # A chunk that starts at position `offset` is rotated by (offset + t) * omega; d_head = 2 has omega = 1.
+    # A chunk that starts at position `offset` is rotated by (offset + t) * omega; d_h = 2 has omega = 1.
     rope = RotaryEmbedding(2, max_len=32)
-    x = randn(1, 3, 4, 2, seed=8)  # (batch, heads, seq, d_head)
+    x = randn(1, 3, 4, 2, seed=8)  # (batch, heads, seq, d_h)
     y = rope(x, offset=6)
     for t in range(4):
         a = 6 + t
@@ -175,13 +175,13 @@ def _rope_as_first_written(x, offset, d, base=10000.0):
 @pytest.mark.parametrize("offset", [0, 3, 27])
 def test_rotary_cache_equals_the_computation_on_every_call(dtype, offset):
     rope = RotaryEmbedding(16, max_len=32)
-    x = randn(2, 4, 5, 16, seed=10, dtype=dtype)  # (batch, heads, seq, d_head)
+    x = randn(2, 4, 5, 16, seed=10, dtype=dtype)  # (batch, heads, seq, d_h)
     assert torch.equal(rope(x, offset=offset), _rope_as_first_written(x, offset, 16))
 
 
 def test_rotary_cache_is_computed_once_as_buffers_outside_the_state_dict():
     rope = RotaryEmbedding(8, max_len=20)
-    assert rope.cos.shape == rope.sin.shape == (20, 4)  # (max_len, d_head / 2)
+    assert rope.cos.shape == rope.sin.shape == (20, 4)  # (max_len, d_h / 2)
     assert rope.cos.dtype == torch.float64
     assert {name for name, _ in rope.named_buffers()} == {"cos", "sin"}
     assert not rope.state_dict() and not list(rope.parameters())
@@ -273,7 +273,7 @@ def test_every_model_puts_the_scheme_where_it_acts(positional):
 
 def test_positional_module_sizes_come_from_the_config():
     cfg = _config("rope")
-    assert positional_module(cfg, ActsOn.QUERIES_AND_KEYS).d_head == 8
+    assert positional_module(cfg, ActsOn.QUERIES_AND_KEYS).d_h == 8
     assert positional_module(cfg, ActsOn.EMBEDDINGS) is None
     assert positional_module(_config("relative"), ActsOn.SCORES).bias.shape == (2, 2 * 16 + 1)  # (heads, 2 max_len + 1)
     assert positional_module(_config("learned"), ActsOn.EMBEDDINGS).weight.shape == (16, 16)  # (max_len, d_model)

@@ -54,7 +54,7 @@ class TransformerConfig:
     tie_weights: bool = True  # output layer shares the (target) embedding matrix
     share_embeddings: bool = False  # encoder-decoder: source and target share one embedding (one vocabulary)
     pad_id: int | None = 0  # the id of <pad>, hidden from attention; None = no padding mask
-    fast: bool = False  # attention through F.scaled_dot_product_attention
+    fast: bool = False  # PyTorch's fused paths, same numbers: attention, q/k/v as one product, LayerNorm
     scale_embeddings: bool = True  # token embeddings times sqrt(d_model) (2017); GPT-2 and BERT: False
     embedding_norm: bool = False  # a norm after the summed embeddings (BERT)
     type_vocab_size: int = 0  # token-type (segment) embeddings added to the tokens (BERT: 2); 0 = none
@@ -62,13 +62,15 @@ class TransformerConfig:
     head_bias: bool = False  # a bias per vocabulary entry on the logits (BERT)
     rope_pairs: str = "interleaved"  # which features RoPE rotates together: "interleaved" (paper) or "half" (Llama)
     # chapter 12: what changed since 2017
-    n_kv_heads: int | None = None  # key/value heads: None = n_heads; a divisor = grouped-query; 1 = multi-query
+    # key/value heads as set: None = n_heads; a divisor = grouped-query; 1 = multi-query. The setting may be None;
+    # the number it stands for, what the layers are built with, is the property kv_heads.
+    n_kv_heads: int | None = None
     ffn: str = "mlp"  # "mlp": W2 act(W1 x + b1) + b2; "gated": W2 (act(W1 x) * W3 x), SwiGLU with activation="silu"
     linear_bias: bool = True  # biases in the attention and feed-forward projections (Llama: False)
-    rope_base: float = 10000.0  # RoPE's base: omega_i = rope_base ** (-2i / d_head) (Llama's rope_theta)
+    rope_base: float = 10000.0  # RoPE's base: omega_i = rope_base ** (-2i / d_h) (Llama's rope_theta)
 
     @property
-    def d_head(self) -> int:
+    def d_h(self) -> int:
         return self.d_model // self.n_heads
 
     @property

@@ -231,7 +231,7 @@ class Corpus:
         return pad_batch([self.tgt.encode(s) for s in sentences], self.pad_id)
 
     def decode_tgt(self, ids: torch.Tensor) -> list[str]:
-        """``(batch, T)`` target ids -> sentences, cut at the first ``<eos>``."""
+        """``(batch, seq)`` target ids -> sentences, cut at the first ``<eos>``."""
         eos = self.tgt.vocab.eos_id
         out = []
         for row in ids.tolist():
@@ -253,7 +253,7 @@ class Corpus:
 
 
 def maskable(ids: torch.Tensor, special_ids: Sequence[int]) -> torch.Tensor:
-    """The positions a masking step may hide: ``ids (batch, T)`` -> ``(batch, T)`` bool, False at every
+    """The positions a masking step may hide: ``ids (batch, seq)`` -> ``(batch, seq)`` bool, False at every
     id of ``special_ids`` (padding, ``<sos>``, ``<mask>``, ...). Every masking step of the package uses it."""
-    return ~torch.isin(ids, torch.tensor(list(special_ids), dtype=ids.dtype))  # (batch, T)
+    return ~torch.isin(ids, torch.tensor(list(special_ids), dtype=ids.dtype))  # (batch, seq)
 

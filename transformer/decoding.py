@@ -29,7 +29,7 @@ next_token = sample_next
 def generate(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: torch.Tensor, max_new_tokens: int,
              eos_id: int | None = None, temperature: float = 0.0, generator: torch.Generator | None = None,
              top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
-    """Append one token at a time: ``logits_fn(ids (batch, T)) -> (batch, T, vocab)``; each token chosen
+    """Append one token at a time: ``logits_fn(ids (batch, seq)) -> (batch, seq, vocab)``; each token chosen
     as :func:`next_token` chooses it (greedy, or sampled with ``temperature``, ``top_k``, ``top_p``).
 
     Stops after ``max_new_tokens`` or when every row has produced ``eos_id``;
@@ -39,14 +39,14 @@ def generate(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: torch.Te
     ids = prefix
     done = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
     for step in range(max_new_tokens):
-        logits = logits_fn(ids)  # (batch, T, vocab)
+        logits = logits_fn(ids)  # (batch, seq, vocab)
         if step == 0:
             _require_step_logits(logits)  # logits_fn is the caller's: what it returns is checked once
         tok = _sample_next(logits[:, -1], temperature, generator, top_k, top_p)  # (batch,): next_token's choice
         if eos_id is not None:
             tok = tok.masked_fill(done, eos_id)
             done |= tok == eos_id
-        ids = torch.cat([ids, tok[:, None]], dim=1)  # (batch, T + 1)
+        ids = torch.cat([ids, tok[:, None]], dim=1)  # (batch, seq + 1)
         if eos_id is not None and bool(done.all()):
             break
     return ids
@@ -89,7 +89,7 @@ def beam_search(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: list[
                 max_new_tokens: int, eos_id: int, alpha: float = 1.0) -> tuple[list[int], float]:
     """The best continuation of one sequence found by keeping ``beam_size`` hypotheses at each step.
 
-    ``logits_fn(ids (k, T)) -> (k, T, vocab)``. A hypothesis is scored by its summed log-probability
+    ``logits_fn(ids (k, seq)) -> (k, seq, vocab)``. A hypothesis is scored by its summed log-probability
     divided by ``length ** alpha`` (its number of new tokens; ``alpha = 0``: no length normalisation,
     which favours short outputs). A hypothesis that emits ``eos_id`` is finished and set aside; the
     search ends when ``beam_size`` hypotheses have finished or after ``max_new_tokens`` steps.
@@ -103,7 +103,7 @@ def beam_search(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: list[
     beams = [(list(prefix), 0.0)]                       # (ids, summed log-probability of the new tokens)
     finished: list[tuple[list[int], float]] = []
     for _ in range(max_new_tokens):
-        ids = torch.tensor([b[0] for b in beams])       # (k, T)
+        ids = torch.tensor([b[0] for b in beams])       # (k, seq)
         logp = logits_fn(ids)[:, -1].log_softmax(dim=-1)  # (k, vocab)
         total = logp + torch.tensor([b[1] for b in beams])[:, None]  # (k, vocab)
         best = total.flatten().topk(min(beam_size, total.numel()))
@@ -126,7 +126,7 @@ def beam_decode(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, s
     with eval_mode(model):
         memory, src_mask = model.encode(src)
 
-        def logits_fn(ids):                              # ids (k, T): one encoding serves every beam
+        def logits_fn(ids):                              # ids (k, seq): one encoding serves every beam
             k = ids.shape[0]
             return model.decode(ids, memory.expand(k, -1, -1), src_mask.expand(k, *src_mask.shape[1:]))
 
@@ -145,7 +145,7 @@ def _require_generation(prefix, max_new_tokens: int, temperature, top_k, top_p) 
 
 
 def _require_step_logits(logits) -> None:
-    """What ``logits_fn`` returned on the first step: floating-point logits ``(batch, T, vocab)``."""
+    """What ``logits_fn`` returned on the first step: floating-point logits ``(batch, seq, vocab)``."""
     require_float("logits_fn(ids)", logits)
     require_rank("logits_fn(ids)", logits, (3,), "(batch, seq, vocab)")
 

@@ -1,14 +1,12 @@
 """Attention in tiles with an online softmax (chapter 12).
 
-The teaching form of chapter 4 builds the whole ``T_q x T_k`` matrix of scores,
-then its softmax: memory that grows like ``T^2``. The softmax of a row can be
-computed in one pass instead, block by block of keys, keeping for every query
-only its running maximum ``m``, its running sum ``l`` of ``exp(s - m)`` and its
-running weighted sum of values (Milakov & Gimelshein, 2018). When a later block
-raises the maximum from ``m`` to ``m'``, what was summed so far is multiplied
-by ``exp(m - m')``, which rescales it as if ``m'`` had been used all along.
-Tiling the queries too, so that only one ``block x block`` tile of scores exists
-at a time, is FlashAttention's idea (Dao et al., 2022): memory grows like ``T``.
+The teaching form of chapter 4 builds the whole ``T_q x T_k`` matrix of scores, then its softmax: memory that
+grows with the square of the sequence length. The softmax of a row can be computed in one pass instead, block
+by block of keys, keeping for every query only its running maximum ``m``, its running sum ``l`` of
+``exp(s - m)`` and its running weighted sum of values (Milakov & Gimelshein, 2018). When a later block raises the
+maximum from ``m`` to ``m'``, what was summed so far is multiplied by ``exp(m - m')``, which rescales it as if
+``m'`` had been used all along. Tiling the queries too, so that only one ``block x block`` tile of scores
+exists at a time, is FlashAttention's idea (Dao et al., 2022): memory grows linearly with the length.
 
 The backward pass recomputes each tile from ``q``, ``k`` and the saved
 log-sum-exp of each row rather than storing the weights.

@@ -4,7 +4,7 @@ A decoder-only model that generates one token at a time computes, at every
 step, the keys and values of every position so far, although those of the
 past positions have not changed: a causal mask lets no position see the
 future, so nothing a new token does alters them. :class:`KVCache` keeps them,
-layer by layer, as ``(batch, n_kv_heads, seq, d_head)`` tensors; each step
+layer by layer, as ``(batch, n_kv_heads, seq, d_h)`` tensors; each step
 then feeds only the new token, whose query attends to the stored keys and its
 own. The tokens are the same; the work per step no longer grows with the
 length (but attention's still does, and so does the cache: :func:`cache_bytes_per_token`).
@@ -21,7 +21,7 @@ from .modes import eval_mode
 
 
 class LayerCache:
-    """One layer's keys and values, ``(batch, n_kv_heads, seq, d_head)`` each (None before the first step)."""
+    """One layer's keys and values, ``(batch, n_kv_heads, seq, d_h)`` each (None before the first step)."""
 
     def __init__(self):
         self.k: torch.Tensor | None = None
@@ -33,16 +33,16 @@ class LayerCache:
         return 0 if self.k is None else self.k.shape[-2]
 
     def append(self, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Add the new positions' ``k, v (batch, n_kv_heads, T_new, d_head)``; return all of them."""
-        self.k = k if self.k is None else torch.cat([self.k, k], dim=-2)  # (batch, n_kv_heads, seq + T_new, d_head)
-        self.v = v if self.v is None else torch.cat([self.v, v], dim=-2)  # (batch, n_kv_heads, seq + T_new, d_head)
+        """Add the new positions' ``k, v (batch, n_kv_heads, T_new, d_h)``; return all of them."""
+        self.k = k if self.k is None else torch.cat([self.k, k], dim=-2)  # (batch, n_kv_heads, seq + T_new, d_h)
+        self.v = v if self.v is None else torch.cat([self.v, v], dim=-2)  # (batch, n_kv_heads, seq + T_new, d_h)
         return self.k, self.v
 
 
 class KVCache:
     """The keys and values of every layer of a decoder-only model, and which positions are real tokens.
 
-    ``cache.keys[i]``, ``cache.values[i]``: layer ``i``'s ``(batch, n_kv_heads, seq, d_head)``;
+    ``cache.keys[i]``, ``cache.values[i]``: layer ``i``'s ``(batch, n_kv_heads, seq, d_h)``;
     ``len(cache)``: ``seq``. Pass it to :meth:`~transformer.model.DecoderOnly.forward` (``cache=``),
     which fills it; :func:`generate_cached` does so step by step.
     """
@@ -68,7 +68,7 @@ class KVCache:
         return sum(t.numel() * t.element_size() for t in [*self.keys, *self.values] if t is not None)
 
     def bytes_per_token(self) -> float:
-        """The bytes one position of one sequence costs: ``2 n_layers n_kv_heads d_head`` numbers."""
+        """The bytes one position of one sequence costs: ``2 n_layers n_kv_heads d_h`` numbers."""
         if len(self) == 0:
             return 0.0
         return self.nbytes() / (len(self) * self.layers[0].k.shape[0])
@@ -87,12 +87,12 @@ class KVCache:
 
 def cache_bytes_per_token(cfg, dtype: torch.dtype = torch.float32) -> int:
     """What one position costs in the cache of a :class:`~transformer.config.TransformerConfig`'s decoder:
-    a key and a value of ``kv_heads * d_head`` numbers in each layer. Grouped-query attention divides it by
+    a key and a value of ``kv_heads * d_h`` numbers in each layer. Grouped-query attention divides it by
     ``n_heads / n_kv_heads``."""
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype: expected a floating-point torch.dtype (e.g. torch.float32), got {dtype!r}")
     itemsize = torch.empty((), dtype=dtype).element_size()
-    return 2 * cfg.n_layers * cfg.kv_heads * cfg.d_head * itemsize
+    return 2 * cfg.n_layers * cfg.kv_heads * cfg.d_h * itemsize
 
 
 def generate_cached(model, prefix: torch.Tensor, max_new_tokens: int, eos_id: int | None = None,
@@ -100,7 +100,7 @@ def generate_cached(model, prefix: torch.Tensor, max_new_tokens: int, eos_id: in
                     top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
     """:func:`~transformer.decoding.generate` for a :class:`~transformer.model.DecoderOnly`, with a :class:`KVCache`.
 
-    The prefix ``(batch, T)`` is read once; then each step feeds only the token just chosen. The model runs in
+    The prefix ``(batch, seq)`` is read once; then each step feeds only the token just chosen. The model runs in
     eval mode (:func:`~transformer.modes.eval_mode`), as in :func:`~transformer.decoding.sample_decode`; the
     tokens (greedy, or sampled with the same ``generator``) are those of ``generate(model, prefix, ...)`` in eval mode.
     """

@@ -90,7 +90,7 @@ class EncoderDecoder(nn.Module):
 
 
 class DecoderOnly(nn.Module):
-    """GPT-like: ``forward(ids (batch, T)) -> logits (batch, T, vocab_size)``, each position sees its past.
+    """GPT-like: ``forward(ids (batch, seq)) -> logits (batch, seq, vocab_size)``, each position sees its past.
 
     ``causal_stack`` is the decoder of a decoder-only model: a decoder without
     cross-attention is a :data:`~transformer.blocks.SelfAttentionStack`, the
@@ -106,26 +106,26 @@ class DecoderOnly(nn.Module):
         self.head = head_for(cfg, self.embed.tokens)
 
     def hidden(self, ids: torch.Tensor, cache=None) -> torch.Tensor:
-        """``ids (batch, T)`` -> last hidden states ``(batch, T, d_model)``: after the final norm, before the head.
+        """``ids (batch, seq)`` -> last hidden states ``(batch, seq, d_model)``: after the final norm, before the head.
 
         With a :class:`~transformer.kv_cache.KVCache` (chapter 12), ``ids`` are the positions that follow
         those already in the cache; their keys and values are added to it.
         """
         if cache is None:
-            x = self.embed(ids)  # checks the ids: (batch, T) -> (batch, T, d_model)
-            return self.causal_stack(x, _causal_padding_mask(ids, self.cfg.pad_id))  # mask (batch, T, T)
+            x = self.embed(ids)  # checks the ids: (batch, seq) -> (batch, seq, d_model)
+            return self.causal_stack(x, _causal_padding_mask(ids, self.cfg.pad_id))  # mask (batch, seq, seq)
         _check_cache(cache, len(self.causal_stack.layers))
-        x = self.embed(ids, offset=len(cache))  # checks the ids: (batch, T) -> (batch, T, d_model)
+        x = self.embed(ids, offset=len(cache))  # checks the ids: (batch, seq) -> (batch, seq, d_model)
         _check_cache_batch(cache, ids)
-        mask = cache.self_mask(ids, self.cfg.pad_id)  # (batch, T, offset + T)
+        mask = cache.self_mask(ids, self.cfg.pad_id)  # (batch, seq, offset + seq)
         return self.causal_stack(x, mask, cache)
 
     def forward(self, ids: torch.Tensor, cache=None) -> torch.Tensor:
-        return self.head(self.hidden(ids, cache))  # (batch, T, vocab_size)
+        return self.head(self.hidden(ids, cache))  # (batch, seq, vocab_size)
 
 
 class EncoderOnly(nn.Module):
-    """BERT-like: ``encode(ids)`` -> hidden states ``(batch, T, d_model)``; ``forward(ids)`` -> logits for blanks."""
+    """BERT-like: ``encode(ids)`` -> hidden states ``(batch, seq, d_model)``; ``forward(ids)`` -> logits for blanks."""
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
@@ -135,12 +135,13 @@ class EncoderOnly(nn.Module):
         self.head = head_for(cfg, self.embed.tokens)
 
     def encode(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """``ids (batch, T)`` and their types (segments, with ``cfg.type_vocab_size``) -> ``(batch, T, d_model)``."""
-        x = self.embed(ids, token_type_ids)  # checks the ids: (batch, T) -> (batch, T, d_model)
+        """``ids (batch, seq)`` and their types (segments, with ``cfg.type_vocab_size``) -> ``(batch, seq, d_model)``.
+        """
+        x = self.embed(ids, token_type_ids)  # checks the ids: (batch, seq) -> (batch, seq, d_model)
         return self.encoder(x, _padding_mask(ids, self.cfg.pad_id))
 
     def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
-        return self.head(self.encode(ids, token_type_ids))  # (batch, T, vocab_size)
+        return self.head(self.encode(ids, token_type_ids))  # (batch, seq, vocab_size)
 
 
 def count_parameters(model: nn.Module) -> int:

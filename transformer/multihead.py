@@ -81,6 +81,9 @@ class MultiHeadAttention(nn.Module):
     (:func:`repeat_kv`); ``n_kv_heads=1`` is multi-query attention. ``cache`` (one layer of a
     :class:`~transformer.kv_cache.KVCache`) holds the keys and values of the positions already seen:
     ``x`` is then only the new positions, and their keys and values are appended to it.
+
+    ``fast=True`` computes the same numbers through PyTorch's fused paths: the three projections of
+    self-attention as one matrix product (:meth:`_fused_qkv`) and attention with ``F.scaled_dot_product_attention``.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
@@ -130,7 +133,7 @@ class MultiHeadAttention(nn.Module):
         weight = torch.cat([self.w_q.weight, self.w_k.weight, self.w_v.weight])  # (d_model + 2 d_kv, d_model)
         bias = None if self.w_q.bias is None else torch.cat([self.w_q.bias, self.w_k.bias, self.w_v.bias])
         d_kv = self.n_kv_heads * self.d_h
-        return F.linear(x, weight, bias).split([self.d_model, d_kv, d_kv], dim=-1)  # (batch, T, d_model), 2 x d_kv
+        return F.linear(x, weight, bias).split([self.d_model, d_kv, d_kv], dim=-1)  # (batch, seq, d_model), 2 x d_kv
 
     def _positions(self, q: torch.Tensor, k: torch.Tensor, offset: int, memory: torch.Tensor | None):
         """RoPE (chapter 3) rotates the queries and keys of self-attention by their positions, the first at
@@ -196,9 +199,9 @@ def _check_memory(memory, x: torch.Tensor, cache, d_model: int) -> None:
 
 def _check_positional(rope, relative_bias, d_h: int, n_heads: int) -> None:
     """A RoPE of the layer's head size and a relative bias with one row per head, checked once, when built."""
-    if rope is not None and (not isinstance(rope, RotaryEmbedding) or rope.d_head != d_h):
-        got = f"d_head={rope.d_head}" if isinstance(rope, RotaryEmbedding) else type(rope).__name__
-        raise ValueError(f"rope: expected a RotaryEmbedding with d_head={d_h} (d_model / n_heads), got {got}")
+    if rope is not None and (not isinstance(rope, RotaryEmbedding) or rope.d_h != d_h):
+        got = f"d_h={rope.d_h}" if isinstance(rope, RotaryEmbedding) else type(rope).__name__
+        raise ValueError(f"rope: expected a RotaryEmbedding with d_h={d_h} (d_model / n_heads), got {got}")
     if relative_bias is not None and (not isinstance(relative_bias, RelativePositionBias)
                                       or relative_bias.bias.shape[0] != n_heads):
         got = (f"n_heads={relative_bias.bias.shape[0]}" if isinstance(relative_bias, RelativePositionBias)

@@ -188,9 +188,9 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, base: flo
 
 
 class RotaryEmbedding(nn.Module):
-    """RoPE for the queries and keys of one attention layer: ``(batch, heads, seq, d_head)`` in and out.
+    """RoPE for the queries and keys of one attention layer: ``(batch, heads, seq, d_h)`` in and out.
 
-    The cosines and sines of every position's angles, ``(max_len, d_head / 2)``, are computed
+    The cosines and sines of every position's angles, ``(max_len, d_h / 2)``, are computed
     once, in float64, and kept as buffers; a call only picks its rows and casts them to ``x``'s dtype.
     ``pairs`` chooses which features rotate together (:data:`ROPE_PAIRS`): ``"interleaved"``
     (the paper, the default) or ``"half"`` (Llama; ``TransformerConfig(rope_pairs="half")``).
@@ -200,29 +200,29 @@ class RotaryEmbedding(nn.Module):
 
     @classmethod
     def from_config(cls, cfg) -> RotaryEmbedding:
-        return cls(cfg.d_head, cfg.max_len, base=float(cfg.rope_base), pairs=cfg.rope_pairs)
+        return cls(cfg.d_h, cfg.max_len, base=float(cfg.rope_base), pairs=cfg.rope_pairs)
 
-    def __init__(self, d_head: int, max_len: int = 512, base: float = 10000.0, pairs: str = "interleaved"):
+    def __init__(self, d_h: int, max_len: int = 512, base: float = 10000.0, pairs: str = "interleaved"):
         super().__init__()
-        _require_rotary(d_head, max_len, pairs)
-        self.d_head, self.max_len, self.base, self.pairs = d_head, max_len, base, pairs
+        _require_rotary(d_h, max_len, pairs)
+        self.d_h, self.max_len, self.base, self.pairs = d_h, max_len, base, pairs
         positions = torch.arange(max_len, dtype=torch.float64)[:, None]  # (max_len, 1)
-        angles = positions * _frequencies(d_head, base)  # (max_len, d_head / 2)
+        angles = positions * _frequencies(d_h, base)  # (max_len, d_h / 2)
         self.register_buffer("cos", angles.cos(), persistent=False)
         self.register_buffer("sin", angles.sin(), persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        _check_rows(x, offset, self.max_len, self.d_head, "d_head", (2, 3, 4), "(batch, [heads,] seq, d_head)")
+        _check_rows(x, offset, self.max_len, self.d_h, "d_h", (2, 3, 4), "(batch, [heads,] seq, d_h)")
         return self._rotate(x, offset)
 
     def _rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:  # forward on x already checked (attention)
         rows = slice(offset, offset + x.shape[-2])
-        cos, sin = self.cos[rows].to(x.dtype), self.sin[rows].to(x.dtype)  # (seq, d_head / 2) each
-        return _rotate_pairs(x, cos, sin, self.pairs)  # (..., seq, d_head)
+        cos, sin = self.cos[rows].to(x.dtype), self.sin[rows].to(x.dtype)  # (seq, d_h / 2) each
+        return _rotate_pairs(x, cos, sin, self.pairs)  # (..., seq, d_h)
 
     def extra_repr(self) -> str:
         pairs = "" if self.pairs == "interleaved" else f", pairs={self.pairs!r}"
-        return f"d_head={self.d_head}, max_len={self.max_len}, base={self.base:g}{pairs}"
+        return f"d_h={self.d_h}, max_len={self.max_len}, base={self.base:g}{pairs}"
 
 
 # ----------------------------------------------------------------------------- the registry
@@ -241,8 +241,8 @@ def check_positional(cfg) -> None:
     """Refuse, when a config is made, a scheme unknown or unfit for its sizes (nothing is built)."""
     require_choice("positional", cfg.positional, POSITIONAL_SCHEMES)
     require_choice("rope_pairs", cfg.rope_pairs, ROPE_PAIRS)
-    if POSITIONAL_SCHEMES[cfg.positional] is RotaryEmbedding and cfg.d_head % 2:
-        raise ValueError(f"d_model: expected an even d_h = d_model / n_heads for RoPE, got d_h={cfg.d_head}")
+    if POSITIONAL_SCHEMES[cfg.positional] is RotaryEmbedding and cfg.d_h % 2:
+        raise ValueError(f"d_model: expected an even d_h = d_model / n_heads for RoPE, got d_h={cfg.d_h}")
 
 
 def positional_module(cfg, acts_on: ActsOn) -> nn.Module | None:
@@ -284,11 +284,11 @@ def _require_rope(x, positions, pairs: str) -> None:
         raise ValueError(f"positions: expected {x.shape[-2]} positions to match x, got shape {shape_str(positions)}")
 
 
-def _require_rotary(d_head, max_len, pairs: str) -> None:
+def _require_rotary(d_h, max_len, pairs: str) -> None:
     require_positive_int("max_len", max_len)
     require_choice("pairs", pairs, ROPE_PAIRS)
-    if require_positive_int("d_head", d_head) % 2:
-        raise ValueError(f"d_head: expected an even head size for RoPE, got {d_head}")
+    if require_positive_int("d_h", d_h) % 2:
+        raise ValueError(f"d_h: expected an even head size for RoPE, got {d_h}")
 
 
 def _check_rows(x, offset, max_len, size, size_name="d_model", ranks=(3,), layout="(batch, seq, d_model)") -> None:

@@ -1,7 +1,7 @@
 """Sampling the next token: temperature, top-k and top-p (nucleus) filters (chapter 11).
 
 A language model gives one score (logit) per word of the vocabulary. Greedy
-decoding takes the best; plain sampling draws from ``softmax(logits / T)``
+decoding takes the best; plain sampling draws from ``softmax(logits / temperature)``
 (chapter 9). Both filters below first cut the unlikely tail, and the draw is
 made among the words that are left, their probabilities renormalised:
 

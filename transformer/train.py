@@ -24,7 +24,7 @@ from .progress import TrainingProgress
 def teacher_forcing(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Split ``<sos> y1 .. yn <eos>`` into decoder input ``<sos> y1 .. yn`` and labels ``y1 .. yn <eos>``.
 
-    ``tgt (batch, T)`` -> two tensors ``(batch, T - 1)``: position ``t`` reads
+    ``tgt (batch, seq)`` -> two tensors ``(batch, seq - 1)``: position ``t`` reads
     tokens ``0..t`` and must predict token ``t + 1``.
     """
     require_rank("tgt", tgt, (2,), "(batch, seq)")
@@ -35,7 +35,7 @@ def teacher_forcing(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
 
 def sequence_loss(logits: torch.Tensor, labels: torch.Tensor, pad_id: int | None = 0,
                   label_smoothing: float = 0.0) -> torch.Tensor:
-    """Mean cross-entropy over the non-pad labels: ``logits (batch, T, V)``, ``labels (batch, T)``.
+    """Mean cross-entropy over the non-pad labels: ``logits (batch, seq, V)``, ``labels (batch, seq)``.
 
     With ``label_smoothing = eps`` the target puts ``1 - eps`` on the right
     token and spreads ``eps`` evenly over the whole vocabulary (chapter 10).
@@ -46,7 +46,7 @@ def sequence_loss(logits: torch.Tensor, labels: torch.Tensor, pad_id: int | None
         raise ValueError(f"labels: expected shape {tuple(logits.shape[:2])} to match logits, got {tuple(labels.shape)}")
     _check_smoothing(label_smoothing)
     ignore = -100 if pad_id is None else pad_id
-    return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=ignore,  # (batch * T, V)
+    return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=ignore,  # (batch * seq, V)
                            label_smoothing=label_smoothing)
 
 
@@ -59,14 +59,14 @@ def translation_loss(model, batch: tuple[torch.Tensor, torch.Tensor], pad_id: in
 
 
 def next_token_loss(model, ids: torch.Tensor, pad_id: int = 0, label_smoothing: float = 0.0) -> torch.Tensor:
-    """Loss of a decoder-only model on ``ids (batch, T)``: every position predicts the token after it."""
+    """Loss of a decoder-only model on ``ids (batch, seq)``: every position predicts the token after it."""
     inputs, labels = teacher_forcing(ids)
     return sequence_loss(model(inputs), labels, pad_id, label_smoothing)
 
 
 def masked_token_loss(model, batch: tuple[torch.Tensor, torch.Tensor], pad_id: int = 0,
                       label_smoothing: float = 0.0) -> torch.Tensor:
-    """Loss of an encoder-only model on ``batch = (masked ids, labels)``, both ``(batch, T)``.
+    """Loss of an encoder-only model on ``batch = (masked ids, labels)``, both ``(batch, seq)``.
 
     Every label equal to ``pad_id`` is left out of the mean: ``labels`` hold the original token at the
     masked positions and ``pad_id`` everywhere else, so only the blanks count.

@@ -124,33 +124,33 @@ def check_rope(fn: Callable, seed: int = 0) -> None:
 def _relative_cases(seed: int):
     g = torch.Generator().manual_seed(seed)
     cases = []
-    for T, t in ((5, 2), (4, 0), (6, 5)):
-        scores = torch.randn(T, generator=g)
-        bias = torch.randn(2 * T - 1, generator=g)
-        cases.append((T, t, scores, bias))
+    for n_keys, t in ((5, 2), (4, 0), (6, 5)):
+        scores = torch.randn(n_keys, generator=g)
+        bias = torch.randn(2 * n_keys - 1, generator=g)
+        cases.append((n_keys, t, scores, bias))
     return cases
 
 
-def _bias_row(bias: torch.Tensor, T: int, t: int) -> torch.Tensor:
-    """``b[t - i]`` for every key ``i``, ``(T,)``, read by the package's :class:`RelativePositionBias`."""
-    rel = RelativePositionBias(n_heads=1, max_distance=T - 1)
+def _bias_row(bias: torch.Tensor, n_keys: int, t: int) -> torch.Tensor:
+    """``b[t - i]`` for every key ``i``, ``(n_keys,)``, read by the package's :class:`RelativePositionBias`."""
+    rel = RelativePositionBias(n_heads=1, max_distance=n_keys - 1)
     with torch.no_grad():
         rel.bias.copy_(bias[None])
-        return rel(T, T)[0, t]  # (T,)
+        return rel(n_keys, n_keys)[0, t]  # (n_keys,)
 
 
 def check_relative_bias_softmax(fn: Callable, seed: int = 0) -> None:
     """``fn(scores, bias, t)``: ``p_i = exp(s_i + b[t - i]) / sum_j exp(s_j + b[t - j])`` with
-    ``b[k] = bias[T - 1 + k]``, for a query at position ``t`` and keys ``0 .. T-1``."""
+    ``b[k] = bias[n - 1 + k]``, for a query at position ``t`` and ``n = len(scores)`` keys (the exercise's ``T``)."""
     __tracebackhide__ = True
-    for T, t, scores, bias in _relative_cases(seed):
-        name = f"relative_bias_softmax (T={T}, t={t})"
+    for n_keys, t, scores, bias in _relative_cases(seed):
+        name = f"relative_bias_softmax (T={n_keys}, t={t})"  # T: the exercise's number of keys
         got = call(fn, (scores.clone(), bias.clone(), t), name)
-        expected = (scores + _bias_row(bias, T, t)).softmax(-1)
+        expected = (scores + _bias_row(bias, n_keys, t)).softmax(-1)
         problems = compare(got, expected, ("key",), atol=1e-5, rtol=1e-5,
                            mistakes=outputs(RELATIVE_BIAS_MISTAKES, scores, bias, t), what=name)
         p = as_tensor(got)
-        if problems and p is not None and tuple(p.shape) == (T,) and bool(torch.isfinite(p).all()):
+        if problems and p is not None and tuple(p.shape) == (n_keys,) and bool(torch.isfinite(p).all()):
             if abs(float(p.sum()) - 1) > 1e-4:
                 problems.append(f"the weights sum to {float(p.sum()):.4f}; a softmax gives weights that sum to 1")
         if problems:

@@ -116,7 +116,7 @@ def _same(got, wrong: torch.Tensor) -> bool:
 
 
 def check_teacher_forcing_shift(fn: Callable) -> None:
-    """``fn(tgt)`` returns ``(decoder_input, labels)``, both ``(batch, T - 1)``."""
+    """``fn(tgt)`` returns ``(decoder_input, labels)``, both ``(batch, seq - 1)``."""
     __tracebackhide__ = True
     for case, tgt in _targets():
         got = call(fn, (tgt.clone(),), f"teacher_forcing ({case})")

@@ -108,7 +108,7 @@ def _loss_cases(seed: int):
 
 
 def check_masked_cross_entropy(fn: Callable) -> None:
-    """``fn(logits (batch, T, vocab), labels (batch, T), pad_id)``: mean ``-log p(label)`` over non-pad labels."""
+    """``fn(logits (batch, seq, vocab), labels (batch, seq), pad_id)``: mean ``-log p(label)`` over non-pad labels."""
     __tracebackhide__ = True
     for case, logits, labels, pad_id in _loss_cases(0):
         x, given = logits.clone().requires_grad_(True), labels.clone()

@@ -257,14 +257,15 @@ def _family_cases():
 
 
 def family_mask(family: str, ids: torch.Tensor, pad_id: int) -> torch.Tensor:
-    """The reference: ``(batch, T, T)`` bool, True = may attend."""
+    """The reference: ``(batch, seq, seq)`` bool, True = may attend."""
     t = ids.shape[1]
     mask = causal_padding_mask(ids, pad_id) if family == "decoder-only" else padding_mask(ids, pad_id)
     return mask.expand(ids.shape[0], t, t)
 
 
 def check_family_mask(fn: Callable) -> None:
-    """``fn(family, ids, pad_id)``, ``family`` ``"decoder-only"`` or ``"encoder-only"`` -> ``(batch, T, T)`` bool."""
+    """``fn(family, ids, pad_id)``, ``family`` ``"decoder-only"`` or ``"encoder-only"`` -> ``(batch, seq, seq)``
+    bool."""
     __tracebackhide__ = True
     for case, ids, pad_id in _family_cases():
         for family in ("decoder-only", "encoder-only"):

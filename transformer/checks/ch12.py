@@ -137,7 +137,7 @@ def _cache_problems(got, args, case: str) -> list[str]:
         return [f"expected a triple (out, k_cache, v_cache), got {type(got).__name__}"
                 + (f" of length {len(got)}" if isinstance(got, (tuple, list)) else "")]
     q, k, v, k_cache, v_cache = args
-    keys, values = torch.cat([k_cache, k], dim=2), torch.cat([v_cache, v], dim=2)  # (batch, heads, T + 1, d_h)
+    keys, values = torch.cat([k_cache, k], dim=2), torch.cat([v_cache, v], dim=2)  # (batch, heads, seq + 1, d_h)
     wrong = outputs(CACHE_MISTAKES, *args)
     dims = ("batch", "heads", "seq", "d_h")
     problems = []

@@ -95,14 +95,14 @@ def encode(tokenizer: WordTokenizer, sentences: list[str]) -> torch.Tensor:
 
 
 def blanks(ids: torch.Tensor, mask_id: int, n_specials: int = len(SPECIALS)) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every word hidden in turn: ``ids (batch, T)`` -> ``(masked, labels)``, both ``(n_words, T)``.
+    """Every word hidden in turn: ``ids (batch, seq)`` -> ``(masked, labels)``, both ``(n_words, seq)``.
 
     Row ``k`` is the sentence of the ``k``-th word with that one word replaced
     by ``mask_id``; ``labels`` holds the word there and ``-100`` (ignored) elsewhere.
     Words are the ids from ``n_specials`` on (the special tokens come first).
     """
     rows, cols = torch.nonzero(maskable(ids, range(n_specials)), as_tuple=True)  # (n_words,) each
-    masked = ids[rows].clone()  # (n_words, T)
+    masked = ids[rows].clone()  # (n_words, seq)
     labels = torch.full_like(masked, IGNORE_INDEX)
     here = torch.arange(len(rows))
     labels[here, cols] = masked[here, cols]

@@ -3,7 +3,7 @@
 Every function reads the attention weights with forward hooks
 (:func:`transformer.hooks.attention_weights`): the model runs as it is.
 
-- :func:`stacked_attention`: the weights of every layer, ``(layers, batch, heads, T, T)``;
+- :func:`stacked_attention`: the weights of every layer, ``(layers, batch, heads, seq, seq)``;
 - :func:`previous_token_scores`: how much each head puts on the word just before;
 - :func:`pronoun_weights`: how much each head puts, from the pronoun, on its referent and on the other noun;
 - :func:`adjective_weights`: how much each head puts, from the pronoun, on the adjective at the end;
@@ -19,16 +19,16 @@ from . import encode, grammar
 
 
 def stacked_attention(model, ids: torch.Tensor) -> torch.Tensor:
-    """``ids (batch, T)`` -> the self-attention weights of every layer, ``(layers, batch, heads, T, T)``."""
-    weights = attention_weights(model, ids)  # {"encoder.layers.0.self_attn": (batch, heads, T, T), ...}
-    return torch.stack(list(weights.values()))  # (layers, batch, heads, T, T)
+    """``ids (batch, seq)`` -> the self-attention weights of every layer, ``(layers, batch, heads, seq, seq)``."""
+    weights = attention_weights(model, ids)  # {"encoder.layers.0.self_attn": (batch, heads, seq, seq), ...}
+    return torch.stack(list(weights.values()))  # (layers, batch, heads, seq, seq)
 
 
 def previous_token_scores(model, ids: torch.Tensor, pad_id: int = 0) -> torch.Tensor:
     """Mean weight of query ``t`` on key ``t - 1``, over the real tokens ``t >= 1``: ``(layers, heads)``."""
-    w = stacked_attention(model, ids)  # (layers, batch, heads, T, T)
-    on_previous = w.diagonal(offset=-1, dim1=-2, dim2=-1)  # (layers, batch, heads, T - 1): w[t, t - 1]
-    real = (ids[:, 1:] != pad_id)[None, :, None, :]  # (1, batch, 1, T - 1)
+    w = stacked_attention(model, ids)  # (layers, batch, heads, seq, seq)
+    on_previous = w.diagonal(offset=-1, dim1=-2, dim2=-1)  # (layers, batch, heads, seq - 1): w[t, t - 1]
+    real = (ids[:, 1:] != pad_id)[None, :, None, :]  # (1, batch, 1, seq - 1)
     return (on_previous * real).sum(dim=(1, 3)) / real.sum(dim=(1, 3))  # (layers, heads)
 
 
@@ -48,9 +48,9 @@ def pronoun_weights(model, tokenizer, sentences: list[str]) -> torch.Tensor:
 
     ``result[l, h, k, 0] > result[l, h, k, 1]``: head ``h`` of layer ``l`` finds the referent in sentence ``k``.
     """
-    ids = encode(tokenizer, sentences)  # (n, T)
+    ids = encode(tokenizer, sentences)  # (n, seq)
     where = pronoun_positions(tokenizer, sentences)  # (n, 3)
-    w = stacked_attention(model, ids)  # (layers, n, heads, T, T)
+    w = stacked_attention(model, ids)  # (layers, n, heads, seq, seq)
     n = torch.arange(len(sentences))
     rows = w.permute(1, 3, 4, 0, 2)[n, where[:, 0]]  # (n, T_k, layers, heads): the pronoun's row
     picked = torch.stack([rows[n, where[:, 1]], rows[n, where[:, 2]]], dim=-1)  # (n, layers, heads, 2)
@@ -59,10 +59,10 @@ def pronoun_weights(model, tokenizer, sentences: list[str]) -> torch.Tensor:
 
 def adjective_weights(model, tokenizer, sentences: list[str]) -> torch.Tensor:
     """From the pronoun of each sentence: the weight on the last word (the adjective), ``(layers, heads, n)``."""
-    ids = encode(tokenizer, sentences)  # (n, T)
+    ids = encode(tokenizer, sentences)  # (n, seq)
     pronoun = pronoun_positions(tokenizer, sentences)[:, 0]  # (n,)
     last = (ids != tokenizer.vocab.pad_id).sum(dim=1) - 2  # (n,): the word before <eos>
-    w = stacked_attention(model, ids)  # (layers, n, heads, T, T)
+    w = stacked_attention(model, ids)  # (layers, n, heads, seq, seq)
     n = torch.arange(len(sentences))
     return w.permute(1, 3, 4, 0, 2)[n, pronoun, last].permute(1, 2, 0)  # (n, layers, heads) -> (layers, heads, n)
 

@@ -45,7 +45,7 @@ def plot_temperatures(logits, tokens: Sequence[str], temperatures: Sequence[floa
 class DecodingExplorer(Explorer):
     """Move the temperature and the seed; watch the next-token distribution and a sampled continuation.
 
-    ``logits_fn(ids (1, T)) -> (1, T, vocab)`` is a language model;
+    ``logits_fn(ids (1, seq)) -> (1, seq, vocab)`` is a language model;
     ``prefix`` is the list of ids it starts from. The view shows the ``top``
     most probable next tokens under ``softmax(logits / temperature)``, the
     continuation sampled with ``torch.Generator().manual_seed(seed)``, and the
@@ -58,7 +58,7 @@ class DecodingExplorer(Explorer):
         import ipywidgets as w
 
         self.tokens, self.logits_fn = list(tokens), logits_fn
-        self.prefix = torch.as_tensor(list(prefix), dtype=torch.long)[None]  # (1, T)
+        self.prefix = torch.as_tensor(list(prefix), dtype=torch.long)[None]  # (1, seq)
         self.eos_id, self.max_new_tokens = eos_id, max_new_tokens
         self.top = len(self.tokens) if top is None else min(top, len(self.tokens))
         if self.prefix.shape[1] == 0:
@@ -88,14 +88,14 @@ class DecodingExplorer(Explorer):
 
     @property
     def sample(self) -> torch.Tensor:
-        """The prefix and a continuation sampled at the current temperature and seed, ``(T,)`` ids."""
+        """The prefix and a continuation sampled at the current temperature and seed, ``(seq,)`` ids."""
         g = torch.Generator().manual_seed(self.seed.value)
         return generate(self.logits_fn, self.prefix, self.max_new_tokens, self.eos_id,
                         temperature=self.temperature.value, generator=g)[0]
 
     @property
     def greedy(self) -> torch.Tensor:
-        """The prefix and its greedy (argmax) continuation, ``(T,)`` ids; it ignores temperature and seed."""
+        """The prefix and its greedy (argmax) continuation, ``(seq,)`` ids; it ignores temperature and seed."""
         return generate(self.logits_fn, self.prefix, self.max_new_tokens, self.eos_id)[0]
 
     def text(self, ids) -> str:

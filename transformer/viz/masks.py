@@ -141,9 +141,9 @@ class MaskExplorer(Explorer):
         batch, t = len(self.sentences), self.seq_len
         mask = torch.ones(batch, t, t, dtype=torch.bool)
         if self.causal.value:
-            mask = mask & causal_mask(t)  # (batch, T, T) & (T, T)
+            mask = mask & causal_mask(t)  # (batch, seq, seq) & (seq, seq)
         if self.mask_padding.value:
-            mask = mask & self.is_real[:, None, :]  # (batch, T, T) & (batch, 1, T): hide the pad keys
+            mask = mask & self.is_real[:, None, :]  # (batch, seq, seq) & (batch, 1, seq): hide the pad keys
         return mask
 
     @property

@@ -14,7 +14,7 @@ from .explorer import Explorer
 
 def plot_heads(weights, tokens: Sequence[str], titles: Sequence[str] | None = None, annotate: bool = False,
                suptitle: str | None = None, size: float = 4.2):
-    """Heatmaps of ``weights (heads, T, T)`` side by side, one per head; returns ``(fig, axes)``."""
+    """Heatmaps of ``weights (heads, seq, seq)`` side by side, one per head; returns ``(fig, axes)``."""
     import matplotlib.pyplot as plt
 
     w = torch.as_tensor(weights).detach().float()
@@ -38,7 +38,7 @@ def plot_heads(weights, tokens: Sequence[str], titles: Sequence[str] | None = No
 class HeadExplorer(Explorer):
     """Pick a head and a query; see that query's weights over the keys in that head (chapter 5).
 
-    ``patterns`` maps a name (e.g. ``"head 1"``) to attention weights ``(T, T)``
+    ``patterns`` maps a name (e.g. ``"head 1"``) to attention weights ``(seq, seq)``
     over ``tokens``: one entry per head, and possibly a single-head model to
     compare with. The view lists, for the chosen head and query, every key's
     weight and names the key with the largest one.

@@ -107,10 +107,10 @@ ROPE_MISTAKES = [
 ]
 
 
-def _bias_of_distance(bias, T: int, t: int, flipped: bool = False):
-    """``b[t - i]`` (or ``b[i - t]``) for every key ``i``, ``(T,)``, with ``b[k] = bias[T - 1 + k]``."""
-    distance = torch.arange(T) - t if flipped else t - torch.arange(T)  # (T,)
-    return bias[T - 1 + distance]
+def _bias_of_distance(bias, n_keys: int, t: int, flipped: bool = False):
+    """``b[t - i]`` (or ``b[i - t]``) for every key ``i``, ``(n_keys,)``, with ``b[k] = bias[n_keys - 1 + k]``."""
+    distance = torch.arange(n_keys) - t if flipped else t - torch.arange(n_keys)  # (n_keys,)
+    return bias[n_keys - 1 + distance]
 
 
 def _flipped(scores, bias, t):

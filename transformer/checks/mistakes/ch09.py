@@ -17,7 +17,7 @@ from ..core import Mistake
 
 
 def _nll(logits, labels, dim=-1):
-    """``-log p(label)`` at every position, ``(batch, T)``, with the log-softmax over ``dim``."""
+    """``-log p(label)`` at every position, ``(batch, seq)``, with the log-softmax over ``dim``."""
     return -logits.log_softmax(dim=dim).gather(-1, labels[..., None])[..., 0]
 
 

@@ -28,7 +28,7 @@ class TrainStep:
         return tgt[:, 1:]
 
     def loss(self, logits: torch.Tensor, labels: torch.Tensor, pad_id: int, label_smoothing: float) -> torch.Tensor:
-        return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=pad_id,  # (batch * T, vocab)
+        return F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=pad_id,  # (batch * seq, vocab)
                                label_smoothing=label_smoothing)
 
     def zero_grad(self, optimizer) -> None:
@@ -39,7 +39,7 @@ class TrainStep:
 
     def __call__(self, model, optimizer, src, tgt, pad_id=0, label_smoothing=0.0) -> float:
         model.train()
-        logits = model(src, tgt[:, :-1])  # (batch, T - 1, vocab)
+        logits = model(src, tgt[:, :-1])  # (batch, seq - 1, vocab)
         loss = self.loss(logits, self.labels(tgt), pad_id, label_smoothing)
         self.zero_grad(optimizer)
         loss.backward()

@@ -118,8 +118,8 @@ TOP_P_MISTAKES = [
             _NotRenormalised()),
     Mistake("temperature after the softmax", "the temperature divides the logits before the softmax; dividing the "
             "probabilities by it and renormalising changes nothing.", _TemperatureAfterSoftmax()),
-    Mistake("temperature multiplied", "the logits are multiplied by the temperature; divide them: softmax(z / T).",
-            _TemperatureMultiplied()),
+    Mistake("temperature multiplied", "the logits are multiplied by the temperature; divide them: "
+            "softmax(z / temperature).", _TemperatureMultiplied()),
     Mistake("each word against p", "each word's own probability was compared with p; the nucleus adds up the "
             "probabilities of the most likely words until they reach p.", _EachWordAgainstP()),
     Mistake("sorted order", "these probabilities are in sorted order; put each one back at its token's index.",
@@ -255,11 +255,11 @@ PATCHIFY_MISTAKES = [
 
 
 def _padding(ids, pad_id):
-    return (ids != pad_id)[:, None, :]  # (batch, 1, T): which keys are real
+    return (ids != pad_id)[:, None, :]  # (batch, 1, seq): which keys are real
 
 
 def _causal(t):
-    return torch.ones(t, t, dtype=torch.bool).tril()  # (T, T)
+    return torch.ones(t, t, dtype=torch.bool).tril()  # (seq, seq)
 
 
 def _family(decoder, encoder):

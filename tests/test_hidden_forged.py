@@ -1,6 +1,6 @@
-"""A reply whose structure was forged anywhere earns nothing more (assignments 07 to 11): for every wrong answer in
-the bank, each scored hidden case it fails still fails when any one part of its reply, up to three levels deep, is
-forged (a field dropped, a list emptied or cut short, a part set to None), unless the forged part became the
+"""A reply whose structure was forged anywhere earns nothing more (assignments 01, 03 and 07 to 11): for every wrong
+answer in the bank, each scored hidden case it fails still fails when any one part of its reply, up to three levels
+deep, is forged (a field dropped, a list emptied or cut short, a part set to None), unless the forged part became the
 solution's own (then it is the right answer, which a forger has to compute). ``test_hidden_tests`` breaks the
 reply's outer form; this goes inside it (the losses of a training step, the parameters after it, the gradients).
 """
@@ -16,7 +16,8 @@ from test_hidden_tests import answers, ask
 from bank import WRONG
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # a wrong answer may make PyTorch warn
-PORTED = ["07_masking", "08_cross_attention", "09_output_head", "10_whole_transformer", "11_gpt_bert_vit"]
+PORTED = ["01_tokenization", "03_positional_encodings", "07_masking", "08_cross_attention", "09_output_head",
+          "10_whole_transformer", "11_gpt_bert_vit"]
 CELLS = [(a, c) for a in PORTED for c in WRONG[a]]
 
 

@@ -110,8 +110,9 @@ def verdict(assignment: str, cell: str, answer: str, tmp_path):
 
 
 def reported_only(assignment: str) -> set:
-    """The bank's ``REPORTED_ONLY``: (answer cell, mistake) pairs whose only fault is a property only the kernel
-    can report (an input changed in place): the hidden tests must report them, and cannot score them."""
+    """The bank's ``REPORTED_ONLY``: (answer cell, mistake) pairs whose only fault no value the grader can compare with
+    a reference of its own shows (the bank says why beside each): the hidden tests must report them, and cannot score
+    them."""
     return getattr(importlib.import_module(f"bank.a{assignment[:2]}"), "REPORTED_ONLY", set())
 
 
@@ -144,6 +145,33 @@ def test_hidden_tests_reject_wrong_answers(assignment, cell, tmp_path):
     assert caught, f"{cell}: the hidden tests accept every wrong answer in the bank"
     known = [mistake for mistake, src, hint in wrong if hint and mistake not in caught and mistake not in reported]
     assert not known, f"{cell}: the hidden tests accept these known mistakes: {known}"
+
+
+# The wrong answers whose only fault the hidden tests once reported without scoring (the bank's former
+# REPORTED_ONLY): each now fails a scored case, whose reply is values the grader compares with its own reference, and
+# the kernel's report of the fault stays beside it where there is one.
+FORMERLY_REPORTED = [
+    ("01_tokenization", "ex2_answer", "empties the input", True),
+    ("01_tokenization", "ex3_answer", "changes the input", True),
+    ("03_positional_encodings", "ex5_answer", "table as a Parameter", True),
+    ("09_output_head", "ex3_answer", "changes the caller's prefix", True),
+    ("09_output_head", "ex3_answer", "two calls per token", True),
+    ("09_output_head", "ex4_answer", "entries of size 1", True),
+    ("09_output_head", "ex4_answer", "an own matrix kept besides the tied one", True),
+    ("10_whole_transformer", "ex3_answer", "attribute misnamed", True),
+    ("11_gpt_bert_vit", "ex3_answer", "in place", True),
+]
+
+
+@pytest.mark.parametrize("assignment,cell,mistake,still_reported", FORMERLY_REPORTED,
+                         ids=[f"{a[:2]}-{c}-{m}" for a, c, m, _ in FORMERLY_REPORTED])
+def test_formerly_reported_mistakes_now_cost_points(assignment, cell, mistake, still_reported, tmp_path):
+    source = next(src for m, src, _ in WRONG[assignment][cell] if m == mistake)
+    assert (cell, mistake) not in reported_only(assignment)
+    result = verdict(assignment, cell, source, tmp_path)
+    assert result.failures and result.points < result.max_points, result
+    if still_reported:
+        assert result.reported, "the kernel's report of the fault is gone"
 
 
 # Assignments whose hidden tests read replies strictly (grader.hidden.judge.fields/items); a ported module joins.
@@ -255,17 +283,27 @@ def _changing_cells():
 CHANGING = _changing_cells()
 
 
+# Cells that must leave their inputs as they were and whose hidden tests call the answer again on the very same
+# objects: an answer that changes its inputs answers that call wrongly and loses the cell's points.
+CALLED_AGAIN = {("01_tokenization", "ex2_answer"), ("01_tokenization", "ex3_answer"),
+                ("09_output_head", "ex3_answer"), ("11_gpt_bert_vit", "ex3_answer")}
+
+
 @pytest.mark.parametrize("assignment,cell,wrapper", CHANGING, ids=[f"{a[:2]}-{c}" for a, c, _ in CHANGING])
 def test_inputs_changed_in_place_are_judged_alike(assignment, cell, wrapper, tmp_path):
     """Where the exercise allows it, an answer that changes its inputs in place passes the visible check and the
-    hidden tests; where it says not to (``KEEPS_INPUTS``), the visible check rejects it and says why, and the hidden
-    tests report it (only the kernel can see its inputs after the call, so the report earns nothing either way)."""
+    hidden tests; where it says not to (``KEEPS_INPUTS``), the visible check rejects it and says why, the hidden
+    tests report it (the inputs after the call, which only the kernel sees: no points either way) and, where they
+    call the answer again on the same objects (``CALLED_AGAIN``), score the wrong second answer."""
     check, name = CHECKS[assignment][cell]
     source = dict(answers(assignment))[cell] + _CHANGES_ITS_INPUTS + wrapper.format(name=name)
     ns = namespace(assignment, cell, source)
     kept = KEEPS_INPUTS[assignment].get(cell)
     result = verdict(assignment, cell, source, tmp_path)
-    assert not result.failures, result.failures
+    if (assignment, cell) in CALLED_AGAIN:
+        assert kept is not None and result.failures and result.points < result.max_points, result
+    else:
+        assert not result.failures, result.failures
     if kept is None:
         exec(f"{check}({name})", ns)
     else:

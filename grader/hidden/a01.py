@@ -12,7 +12,7 @@ import torch
 
 from grader.forbidden import Forbid
 from grader.hidden import Case, Request, calls, generator, reads
-from grader.hidden.judge import as_int, describe, entry, fields, items, unchanged
+from grader.hidden.judge import as_int, called_again, describe, each_call, entry, fields, kept_inputs
 from transformer.checks.answers import count_differences, counts_form
 
 ASSIGNMENT = "01_tokenization"
@@ -118,39 +118,6 @@ def _random_words(g, symbols, count_range, length_range) -> dict:
     return words
 
 
-def _each(arglists, problem_of, after: bool = False):
-    """A judge of :func:`call_each`'s replies: ``problem_of(out, *args)`` for every call (with ``after``,
-    ``problem_of(args after the call, *args)``), the first problem."""
-    def judge(replies):
-        replies = items(replies, len(arglists), "the replies, one per call")
-        for reply, args in zip(replies, arglists, strict=True):
-            out, args_after = fields(reply, "out", "args")
-            problem = problem_of(args_after if after else out, *args)
-            if problem:
-                return f"one of the {len(arglists)} vocabularies: {problem}"  # not which: the reply could choose it
-        return None
-    return judge
-
-
-def _kept(arglists, names):
-    """An unscored judge of :func:`call_each`'s replies: every call left its arguments as they were."""
-    return _each(arglists, lambda args_after, *args: unchanged(list(args), args_after, names), after=True)
-
-
-def _again(n, problem_of):
-    """A judge of :func:`call_again`'s replies: ``n`` results of calls on the same input, each checked by
-    ``problem_of``; the first problem."""
-    def judge(replies):
-        replies = items(replies, n, "the results, one per call")
-        for i, got in enumerate(replies):
-            problem = problem_of(got, i)
-            if problem:
-                return problem if i == 0 else (f"a later call on the same input: {problem} (does the function change "
-                                               "the dict it was given? work on a new one)")
-        return None
-    return judge
-
-
 def _each_request(name, arglists):
     return Request("a01.call_each", {"name": name, "arglists": [list(a) for a in arglists]})
 
@@ -164,14 +131,15 @@ def ex2_count_pairs(seed: int):
     symbols = ["a", "b", "c", "ab", "bc", "abc"]
     arglists = [[_random_words(g, symbols, (1, 8), (1, 7))] for _ in range(6)]
     yield Case("count_pairs on 6 random vocabularies of the symbols a, b, c, ab, bc, abc (words of 1 to 6 symbols, "
-               "exact counts)", _each_request("count_pairs", arglists), _each(arglists, _count_problem))
+               "exact counts)", _each_request("count_pairs", arglists),
+               each_call(arglists, _count_problem, what="vocabularies"))
     again = _random_words(g, symbols, (3, 8), (2, 7))
     yield Case("count_pairs called twice on one and the same dict, as a caller may: both answers right (exact counts; "
                "a function that changes its input answers the second call wrongly)",
                Request("a01.call_again", {"name": "count_pairs", "words": again}),
-               _again(2, lambda got, _i: _count_problem(got, again)))
+               called_again(2, lambda got, _i: _count_problem(got, again)))
     yield Case("count_pairs leaves its input unchanged", _each_request("count_pairs", arglists),
-               _kept(arglists, ["words"]), scored=False)
+               kept_inputs(arglists, ["words"], "vocabularies"), scored=False)
 
 
 def _merged(pair, words: dict) -> dict:
@@ -228,7 +196,7 @@ def ex3_merge_pair(seed: int):
         at = int(torch.randint(0, len(head) - 1, (1,), generator=g))
         drawn.append([(head[at], head[at + 1]), words])   # a pair that occurs
     yield Case("merge_pair on 30 random vocabularies of the symbols a, b, ab, with a pair that occurs (exact)",
-               _each_request("merge_pair", drawn), _each(drawn, _merge_problem))
+               _each_request("merge_pair", drawn), each_call(drawn, _merge_problem, what="vocabularies"))
     arglists += drawn
     words = _random_words(g, symbols, (3, 8), (2, 8))
     words[("a", "b", "a")] = words.get(("a", "b", "a"), 0) + 1   # a merge of (a, b) changes what (b, a) finds
@@ -237,9 +205,10 @@ def ex3_merge_pair(seed: int):
                "(a, a) in turn, as a caller may: each answer the merge of the words it was given (exact; a function "
                "that changes its input answers the later calls wrongly)",
                Request("a01.call_again", {"name": "merge_pair", "words": words, "pairs": [list(p) for p in pairs]}),
-               _again(len(pairs), lambda got, i: _merge_problem(got, pairs[i], words)))
+               called_again(len(pairs), lambda got, i: _merge_problem(got, pairs[i], words)))
     yield Case("merge_pair leaves its inputs unchanged", _each_request("merge_pair", arglists),
-               _kept(arglists, ["pair", "words"]), scored=False)
+               kept_inputs(arglists, ["pair", "words"], "vocabularies"),
+               scored=False)
 
 
 def _vocabulary_judge(itos):

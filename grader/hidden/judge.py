@@ -180,3 +180,39 @@ def entry(key: str, check, name: str = "answers"):
 def first(*messages: str | None) -> str | None:
     """The first problem of several, or None."""
     return next((m for m in messages if m), None)
+
+
+# ------------------------------------------------ judges of a function called more than once
+
+
+def each_call(arglists, problem_of, after: bool = False, what: str = "calls"):
+    """A judge of :func:`call_each`'s replies: ``problem_of(out, *args)`` for every call (with ``after``,
+    ``problem_of(args after the call, *args)``), the first problem, said of "one of the n ``what``"."""
+    def judge(replies):
+        replies = items(replies, len(arglists), "the replies, one per call")
+        for reply, args in zip(replies, arglists, strict=True):
+            out, args_after = fields(reply, "out", "args")
+            problem = problem_of(args_after if after else out, *args)
+            if problem:
+                return f"one of the {len(arglists)} {what}: {problem}"  # not which: the reply could choose it
+        return None
+    return judge
+
+
+def kept_inputs(arglists, names, what: str = "calls"):
+    """An unscored judge of :func:`call_each`'s replies: every call left its arguments as they were."""
+    return each_call(arglists, lambda args_after, *args: unchanged(list(args), args_after, names), True, what)
+
+
+def called_again(n, problem_of):
+    """A judge of :func:`call_again`'s replies: ``n`` results of calls on the same input, each checked by
+    ``problem_of``; the first problem."""
+    def judge(replies):
+        replies = items(replies, n, "the results, one per call")
+        for i, got in enumerate(replies):
+            problem = problem_of(got, i)
+            if problem:
+                return problem if i == 0 else (f"a later call on the same input: {problem} (does the function change "
+                                               "the dict it was given? work on a new one)")
+        return None
+    return judge

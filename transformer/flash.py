@@ -44,17 +44,18 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: tor
     return _FlashAttention.apply(q, k, v, mask, scale, block_size)
 
 
-def online_softmax_step(m: torch.Tensor, total: torch.Tensor, s: torch.Tensor):
+def online_softmax_step(m: torch.Tensor, total: torch.Tensor, s: torch.Tensor, in_place: bool = False):
     """One tile of the online softmax (chapter 12): ``m (..., 1)``, the running maximum of the scores read so far,
     ``total (..., 1)``, the running sum of their ``exp(s - m)``, and the tile's scores ``s (..., block)``.
 
     Returns the new maximum ``m'``, the new sum ``total exp(m - m') + sum exp(s - m')``, the factor
     ``exp(m - m')`` that rescales what was summed so far, and ``p = exp(s - m') (..., block)``. A row with no
-    allowed key yet (``m' = -inf``) is shifted by 0, so that its ``p`` are 0 rather than NaN.
+    allowed key yet (``m' = -inf``) is shifted by 0, so that its ``p`` are 0 rather than NaN. ``in_place``: ``p``
+    is written over ``s`` (the kernel's own tile of scores: no second tile in memory).
     """
     m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # -inf while a row has had no allowed key
     shift = m_new.masked_fill(m_new == NEG_INF, 0.0)  # ... and then any finite shift will do
-    p = torch.exp(s - shift)  # (..., block): exp(s - m'), 0 where blocked
+    p = s.sub_(shift).exp_() if in_place else torch.exp(s - shift)  # (..., block): exp(s - m'), 0 where blocked
     rescale = torch.exp(m - shift)  # (..., 1): what was summed with m now counts with m'
     return m_new, total * rescale + p.sum(dim=-1, keepdim=True), rescale, p
 
@@ -82,7 +83,7 @@ def _forward(q, k, v, mask, scale: float, block: int):
         acc = qi.new_zeros((*qi.shape[:-1], v.shape[-1]))  # (..., bq, d_v): the running sum of exp(s - m) v
         for cols in _tiles(k.shape[-2], block):
             s = _scores(qi, k[..., cols, :], mask, rows, cols)  # (..., bq, bk)
-            m, total, rescale, p = online_softmax_step(m, total, s)  # p: (..., bq, bk), exp(s - m)
+            m, total, rescale, p = online_softmax_step(m, total, s, in_place=True)  # p: (..., bq, bk), exp(s - m)
             acc = acc * rescale + p @ v[..., cols, :]  # (..., bq, bk) @ (..., bk, d_v) -> (..., bq, d_v)
         empty = total == 0  # (..., bq, 1): rows with no allowed key; acc is 0 there
         out[..., rows, :] = acc / total.masked_fill(empty, 1.0)

@@ -43,6 +43,14 @@ class Book:
         self.flagged[sub.student] = record.get("flags", [])
         nb = nbformat.reads(record["notebook"], as_version=4)
         self.notebooks[sub.student] = nb
-        notes = [*sub.problems, *(f"read by the grader: {f}" for f in self.flagged[sub.student])]
-        page = feedback.page(nb, judged, notes, self.assignment, sub.student, self.db_url, sandboxed=not self.unsafe)
-        (self.out / "feedback" / f"{sub.student}.html").write_text(page, encoding="utf-8")
+        write_page(self.out, self.assignment, sub.student, nb, judged, sub.problems, self.flagged[sub.student],
+                   self.db_url, sandboxed=not self.unsafe)
+
+
+def write_page(out: Path, assignment: str, student: str, nb, verdicts: dict, problems: list[str], flags: list[str],
+               db_url: str, sandboxed: bool) -> None:
+    """``feedback/<student>.html``: the notebook as it ran, its verdicts, and the notes (problems, then the flags the
+    grader read), with the gradebook's points (those given by hand included)."""
+    notes = [*problems, *(f"read by the grader: {f}" for f in flags)]
+    page = feedback.page(nb, verdicts, notes, assignment, student, db_url, sandboxed=sandboxed)
+    (out / "feedback" / f"{student}.html").write_text(page, encoding="utf-8")

@@ -12,7 +12,8 @@ import csv
 import sys
 from pathlib import Path
 
-from grader import feedback, gradebook, report, results
+from grader import gradebook, report, results
+from grader.bookkeeping import write_page
 from tools.paths import ROOT
 
 
@@ -26,12 +27,10 @@ def give(out: Path, assignment: str, student: str, cell: str, points: float | No
     db_url = f"sqlite:///{db}"
     held = gradebook.set_manual(db_url, assignment, student, cell, points)
     _update_row(out / "grades.csv", student, held)
-    saved = results.load(out / "results", student)
-    if saved is not None:
-        nb = nbformat.reads(saved["notebook"], as_version=4)
-        notes = [*saved["problems"], *(f"read by the grader: {f}" for f in saved.get("flags", []))]
-        page = feedback.page(nb, saved["verdicts"], notes, assignment, student, db_url)
-        (out / "feedback" / f"{student}.html").write_text(page, encoding="utf-8")
+    saved, run = results.load(out / "results", student), results.previous_run(out) or {}
+    if saved is not None:  # the page as the run made it (unsandboxed, if the run was), with the new points
+        write_page(out, assignment, student, nbformat.reads(saved["notebook"], as_version=4), saved["verdicts"],
+                   saved["problems"], saved.get("flags", []), db_url, sandboxed=run.get("sandboxed", True))
     return held
 
 

@@ -198,3 +198,9 @@ def test_refuses_without_a_sandbox_and_grades_when_told(tmp_path):
     assert proc.returncode == 0 and float(rows["hana"]["score"]) == 10
     assert rows["hana"]["sandbox"] == "UNSANDBOXED" and "WARNING: graded without a sandbox" in proc.stdout
     assert "graded without a sandbox" in (tmp_path / "o" / A / "feedback" / "hana.html").read_text()
+    manual = subprocess.run([sys.executable, "-m", "grader.manual", A, "hana", "ex1_flying_arrows", "1", "--out",
+                             str(tmp_path / "o")], cwd=ROOT, env=venv_env(), capture_output=True, text=True,
+                            timeout=120)
+    assert manual.returncode == 0, manual.stderr
+    assert "graded without a sandbox" in (tmp_path / "o" / A / "feedback" / "hana.html").read_text(), \
+        "a page made again for points given by hand keeps the run's warning"

@@ -69,23 +69,38 @@ def run_all(jobs: list, work: Callable, workers: int, done: Callable, failed: Ca
     todo, pool = list(jobs), [_Worker(ctx, work) for _ in range(max(1, min(workers, len(jobs))))]
     try:
         while todo or any(w.job for w in pool):
-            for w in pool:
-                if w.job is None and todo:
-                    key, kwargs = todo.pop(0)
-                    box = sandbox.new_box()
-                    w.job, w.started = (key, box), time.monotonic()
-                    w.conn.send((key, {**kwargs, "box": box}))
+            _hand_out(pool, todo)
             busy = [w for w in pool if w.job]
             left = None if deadline is None else max(0.0, min(w.started for w in busy) + deadline - time.monotonic())
             ready = wait([w.conn for w in busy] + [w.process.sentinel for w in busy], timeout=left)
+            over = []
             for w in list(busy):
                 if w.conn in ready or w.process.sentinel in ready:
-                    _collect(w, ctx, work, pool, done, failed)
+                    over.append(_receive(w, ctx, work, pool))
                 elif deadline is not None and time.monotonic() - w.started >= deadline:
                     _overdue(w, ctx, work, pool, deadline, failed)
+            _hand_out(pool, todo)  # the next jobs start before the results are recorded (pages take the parent time)
+            for key, box, result, why in over:
+                try:
+                    if why is None:
+                        done(key, result)
+                    else:
+                        failed(key, why)
+                finally:
+                    sandbox.remove_box(box)
     finally:
         for w in pool:
             w.stop()
+
+
+def _hand_out(pool: list, todo: list) -> None:
+    """A job, in a new box, for every free worker."""
+    for w in pool:
+        if w.job is None and todo:
+            key, kwargs = todo.pop(0)
+            box = sandbox.new_box()
+            w.job, w.started = (key, box), time.monotonic()
+            w.conn.send((key, {**kwargs, "box": box}))
 
 
 def _overdue(w: _Worker, ctx, work, pool: list, deadline: float, failed: Callable) -> None:
@@ -99,21 +114,16 @@ def _overdue(w: _Worker, ctx, work, pool: list, deadline: float, failed: Callabl
         pool[pool.index(w)] = _Worker(ctx, work)
 
 
-def _collect(w: _Worker, ctx, work, pool: list, done: Callable, failed: Callable) -> None:
-    """The result of ``w``'s job, or its death: either way the job's box is removed."""
+def _receive(w: _Worker, ctx, work, pool: list) -> tuple:
+    """``(key, box, result, None)`` of ``w``'s job, or ``(key, box, None, why)`` if it failed or its worker died
+    (the worker is replaced); ``w`` is free again. The caller records it and removes the box."""
     key, box = w.job
+    w.job = None
     try:
         got, result, error = w.conn.recv()
     except (EOFError, OSError):  # the worker died while grading this submission
         w.process.join(limits.WORKER_STOP_S)
-        failed(key, f"the grading worker stopped while grading this file (exit code {w.process.exitcode}); "
-                    "it was not graded")
         pool[pool.index(w)] = _Worker(ctx, work)
-    else:
-        if error:
-            failed(key, f"grading failed: {error}")
-        else:
-            done(key, result)
-    finally:
-        sandbox.remove_box(box)
-    w.job = None
+        return key, box, None, (f"the grading worker stopped while grading this file (exit code "
+                                f"{w.process.exitcode}); it was not graded")
+    return key, box, (None if error else result), (f"grading failed: {error}" if error else None)

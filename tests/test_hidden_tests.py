@@ -318,7 +318,7 @@ def test_every_grade_cell_has_hidden_tests():
         nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
         graded = [grade_id(c) for c in nb.cells if is_graded(c)]
         module = hidden.module_for(assignment)
-        assert module.GRADED == graded, assignment
+        assert list(hidden.cases(assignment, SEED)) == graded, assignment
         assert module.ASSIGNMENT == assignment
 
 

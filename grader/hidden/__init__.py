@@ -1,7 +1,8 @@
 """Hidden tests, decided by the grader: one module per assignment (``a04.py`` for assignment 04).
 
 A hidden test never runs its verdict inside the student's kernel. Each grade cell of an assignment
-has a function in its module, named after the cell's ``grade_id``, that takes the run's secret
+(a row of the map of exercises, ``tools/exercises.py``) has a function in its module, named after the cell's
+``grade_id``, that takes the run's secret
 ``seed`` and yields :class:`Case` s:
 
 - ``what``: what is tested, in words (the feedback page shows it when the case fails);
@@ -31,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 import torch
+
+from tools import exercises
 
 
 @dataclass
@@ -95,9 +98,10 @@ def module_for(assignment: str):
 
 
 def cases(assignment: str, seed: int) -> dict[str, list[Case]]:
-    """grade_id -> the cases of that grade cell, in order, for the run's ``seed``."""
+    """grade_id -> the cases of that grade cell, in order, for the run's ``seed`` (the grade cells as the map of
+    exercises lists them, ``tools/exercises.py``)."""
     mod = module_for(assignment)
-    return {gid: list(getattr(mod, gid)(seed)) for gid in mod.GRADED}
+    return {gid: list(getattr(mod, gid)(seed)) for gid in exercises.graded(assignment)}
 
 
 def all_cases(assignment: str, seed: int) -> Iterator[tuple[str, Case]]:

@@ -18,7 +18,6 @@ from grader.hidden import Case, Request, calls, generator, reads
 from grader.hidden.judge import as_number, describe, entry, fields, number, returns, tensor
 
 ASSIGNMENT = "00_why_transformers"
-GRADED = ["ex1_recurrence_by_hand", "ex2_attend", "ex3_elman_rnn"]
 FIXED = {"ex1_recurrence_by_hand"}  # the lectures' 21-word sentence, counted by hand
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex2_attend": Forbid("attend", ("torch.nn.functional.scaled_dot_product_attention", "transformer")),

@@ -16,7 +16,6 @@ from grader.hidden.judge import as_int, called_again, describe, each_call, entry
 from transformer.checks.answers import count_differences, counts_form
 
 ASSIGNMENT = "01_tokenization"
-GRADED = ["ex1_tokens_by_hand", "ex2_count_pairs", "ex3_merge_pair", "ex4_word_tokenizer"]
 FIXED = {"ex1_tokens_by_hand"}  # ids and text worked by hand on the exercise's vocabulary
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex2_count_pairs": Forbid("count_pairs", ("transformer.count_pairs",)),

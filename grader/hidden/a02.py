@@ -19,7 +19,6 @@ from grader.hidden import Case, Request, calls, generator, reads, rng
 from grader.hidden.judge import describe, fields, returns, tensor
 
 ASSIGNMENT = "02_embeddings"
-GRADED = ["ex1_one_hot_by_hand", "ex2_rms_scales", "ex3_embed_one_hot", "ex4_embedding_module"]
 FIXED = {"ex1_one_hot_by_hand", "ex2_rms_scales"}  # worked by hand on the exercise's matrix and the lectures' sizes
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex4_embedding_module": Forbid("Embedding", ("transformer",)),

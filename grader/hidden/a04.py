@@ -15,7 +15,6 @@ from grader.hidden import Case, calls, generator, reads
 from grader.hidden.judge import numbers, returns
 
 ASSIGNMENT = "04_queries_keys_values"
-GRADED = ["ex1_flying_arrows", "ex2_attention", "ex3_causal_mask", "ex4_self_attention"]
 FIXED = {"ex1_flying_arrows"}  # the lectures' worked example: the same question in every run
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex2_attention": Forbid("attention", ("torch.nn.functional.scaled_dot_product_attention", "transformer")),

@@ -15,7 +15,6 @@ from grader.hidden import Case, Request, calls, generator, reads
 from grader.hidden.judge import as_int, describe, entry, fields, returns, shape, tensor
 
 ASSIGNMENT = "05_multi_head_attention"
-GRADED = ["ex1_head_arithmetic", "ex2_split_heads", "ex3_merge_heads", "ex4_multihead_attention"]
 FIXED = {"ex1_head_arithmetic"}  # BERT-base's sizes, worked by hand
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex2_split_heads": Forbid("split_heads", ("transformer",)),

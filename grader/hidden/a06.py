@@ -15,7 +15,6 @@ from grader.hidden import Case, Request, calls, generator, reads
 from grader.hidden.judge import entry, number, numbers, returns, tensor
 
 ASSIGNMENT = "06_add_norm_feed_forward"
-GRADED = ["ex1_layer_norm_by_hand", "ex2_layer_norm", "ex3_encoder_block"]
 FIXED = {"ex1_layer_norm_by_hand"}  # the exercise's token, normalised by hand
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex1_layer_norm_by_hand": Forbid("by_hand", ("torch.nn.functional.layer_norm", "transformer")),

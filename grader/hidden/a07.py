@@ -19,8 +19,6 @@ from grader.hidden import Case, Request, calls, generator, reads
 from grader.hidden.judge import describe, fields, first, items, numbers, returns, tensor
 
 ASSIGNMENT = "07_masking"
-GRADED = ["ex1_masked_row", "ex2_causal_by_hand", "ex3_teacher_forcing", "ex4_padding_mask",
-          "ex5_causal_padding_mask", "ex6_masked_attention"]
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex2_causal_by_hand": Forbid("allowed", ("torch.tril", "transformer")),
     "ex4_padding_mask": Forbid("padding_mask", ("transformer",)),

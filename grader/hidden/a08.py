@@ -14,7 +14,6 @@ from grader.hidden import Case, Request, calls, fill, generator, reads
 from grader.hidden.judge import describe, entry, fields, returns, shape, tensor
 
 ASSIGNMENT = "08_cross_attention"
-GRADED = ["ex1_cross_shapes", "ex2_cross_attention", "ex3_decoder_block"]
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex2_cross_attention": Forbid("cross_attention", (
         "torch.nn.functional.scaled_dot_product_attention",

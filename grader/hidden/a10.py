@@ -22,7 +22,6 @@ from transformer import Decoder, Encoder, EncoderDecoder, TransformerConfig
 from transformer.interop import copy_transformer
 
 ASSIGNMENT = "10_whole_transformer"
-GRADED = ["ex1_parameter_count", "ex2_train_step", "ex3_translator"]
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex2_train_step": Forbid("train_step", ("transformer.train",)),
 }

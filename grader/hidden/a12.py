@@ -18,7 +18,6 @@ from grader.hidden import Case, Request, calls, generator, reads
 from grader.hidden.judge import describe, fields, first, items, number, returns, tensor
 
 ASSIGNMENT = "12_from_2017_to_today"
-GRADED = ["ex1_online_by_hand", "ex2_online_softmax_attention", "ex3_cache_step", "ex4_repeat_kv", "ex5_swiglu"]
 FIXED = {"ex1_online_by_hand"}  # the exercise's worked example: the same question in every run
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex1_online_by_hand": Forbid("running", ("torch.nn.functional.softmax", "torch.softmax")),

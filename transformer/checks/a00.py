@@ -12,7 +12,7 @@ from ..attention import scaled_dot_product_attention
 from . import references
 from .answers import require_keys
 from .core import Mistake, as_number, call, compare, fail, outputs, report
-from .mistakes.ch00 import ATTEND_MISTAKES, ELMAN_MISTAKES
+from .mistakes.a00 import ATTEND_MISTAKES, ELMAN_MISTAKES
 
 __all__ = ["check_recurrence_by_hand", "check_attend", "check_elman_rnn", "RECURRENCE_KEYS"]
 

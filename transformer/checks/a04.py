@@ -11,7 +11,7 @@ from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask
 from .core import Mistake, call, compare, output_problems, outputs, report, values_of
 from .earlier import builds_on
-from .mistakes.ch04 import ATTENTION_MISTAKES, CAUSAL_MASK_MISTAKES, SELF_ATTENTION_MISTAKES
+from .mistakes.a04 import ATTENTION_MISTAKES, CAUSAL_MASK_MISTAKES, SELF_ATTENTION_MISTAKES
 
 __all__ = ["check_flying_arrows", "check_attention", "check_causal_mask", "check_self_attention",
            "flying_arrows_inputs"]

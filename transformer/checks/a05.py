@@ -12,7 +12,7 @@ from . import references
 from .answers import as_ints, require_keys
 from .core import Mistake, as_number, call, compare, fail, outputs, report
 from .earlier import builds_on
-from .mistakes.ch05 import MERGE_HEADS_MISTAKES, MHA_MISTAKES, SPLIT_HEADS_MISTAKES
+from .mistakes.a05 import MERGE_HEADS_MISTAKES, MHA_MISTAKES, SPLIT_HEADS_MISTAKES
 
 __all__ = ["check_head_arithmetic", "check_split_heads", "check_merge_heads", "check_multihead_attention"]
 

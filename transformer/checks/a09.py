@@ -12,7 +12,7 @@ from torch import nn
 from . import references
 from .answers import CountedCalls, as_ids
 from .core import Mistake, call, call_keeping, compare, fail, outputs, report, values_of
-from .mistakes.ch09 import GREEDY_MISTAKES, MASKED_CROSS_ENTROPY_MISTAKES, OUTPUT_HEAD_MISTAKES, Greedy
+from .mistakes.a09 import GREEDY_MISTAKES, MASKED_CROSS_ENTROPY_MISTAKES, OUTPUT_HEAD_MISTAKES, Greedy
 
 __all__ = ["check_output_by_hand", "check_masked_cross_entropy", "check_greedy_decoding",
            "check_tied_output_head", "by_hand_inputs"]

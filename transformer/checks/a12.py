@@ -14,7 +14,7 @@ import torch.nn.functional as F
 
 from ..flash import online_steps
 from .core import Mistake, call, compare, fail, hide_positions, outputs, report, values_of
-from .mistakes.ch12 import CACHE_MISTAKES, ONLINE_MISTAKES, REPEAT_KV_MISTAKES, SWIGLU_MISTAKES
+from .mistakes.a12 import CACHE_MISTAKES, ONLINE_MISTAKES, REPEAT_KV_MISTAKES, SWIGLU_MISTAKES
 
 __all__ = ["check_online_by_hand", "check_online_softmax_attention", "check_cache_step", "check_repeat_kv",
            "check_swiglu", "ONLINE_SCORES", "online_by_hand"]

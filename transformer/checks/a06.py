@@ -11,7 +11,7 @@ from torch import nn
 from . import references
 from .answers import require_keys
 from .core import Mistake, call, compare, fail, outputs, report, values_of
-from .mistakes.ch06 import ENCODER_BLOCK_MISTAKES, LAYER_NORM_MISTAKES
+from .mistakes.a06 import ENCODER_BLOCK_MISTAKES, LAYER_NORM_MISTAKES
 
 __all__ = ["check_layer_norm_by_hand", "check_layer_norm", "check_encoder_block", "layer_norm_by_hand_inputs"]
 

@@ -16,7 +16,7 @@ from ..masks import causal_mask, padding_mask
 from . import references
 from .answers import as_ints, require_keys
 from .core import Mistake, call, compare, fail, output_problems, outputs, report
-from .mistakes.ch08 import CROSS_ATTENTION_MISTAKES, DECODER_BLOCK_MISTAKES
+from .mistakes.a08 import CROSS_ATTENTION_MISTAKES, DECODER_BLOCK_MISTAKES
 
 __all__ = ["check_cross_shapes", "check_cross_attention", "check_decoder_block_layer", "CROSS_SHAPES_SETTING"]
 

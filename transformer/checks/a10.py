@@ -19,7 +19,7 @@ from ..interop import copy_transformer
 from ..positional import SinusoidalPositionalEncoding, sinusoidal_encoding
 from . import references
 from .core import Mistake, as_number, call, call_keeping, compare, fail, outputs, report
-from .mistakes.ch10 import CHANGED_BATCH_HINT, TRAIN_STEP_MISTAKES, TRANSLATOR_MISTAKES, TrainStep
+from .mistakes.a10 import CHANGED_BATCH_HINT, TRAIN_STEP_MISTAKES, TRANSLATOR_MISTAKES, TrainStep
 
 __all__ = ["check_parameter_count", "check_train_step", "check_translator", "base_model_counts"]
 

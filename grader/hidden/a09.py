@@ -24,7 +24,19 @@ import torch.nn.functional as F
 
 from grader.forbidden import Forbid
 from grader.hidden import Case, Request, generator, reads, rng
-from grader.hidden.judge import describe, entry, fields, kept, named_shape, number, numbers, tensor, token_ids
+from grader.hidden.judge import (
+    ATOL,
+    RTOL,
+    describe,
+    entry,
+    fields,
+    kept,
+    named_shape,
+    number,
+    numbers,
+    tensor,
+    token_ids,
+)
 
 ASSIGNMENT = "09_output_head"
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
@@ -42,7 +54,6 @@ FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; test
     "ex4_tied_output_head": Forbid("OutputHead", ("transformer.OutputHead",)),
 }
 FIXED = {"ex1_output_by_hand"}  # worked by hand on the exercise's four logits
-TOL = {"atol": 1e-5, "rtol": 1e-4}
 GREEDY = ("out", "args", "seen", "again")
 
 
@@ -98,7 +109,7 @@ def _scalar(got: torch.Tensor, want: float, name: str) -> str | None:
     value = float(got.reshape(-1)[0])
     if not math.isfinite(value):
         return f"{name} is NaN or infinite"
-    if abs(value - want) > TOL["atol"] + TOL["rtol"] * abs(want):
+    if abs(value - want) > ATOL + RTOL * abs(want):
         return f"{name} is wrong (tolerance: atol=1e-5, rtol=1e-4)"
     return None
 
@@ -116,7 +127,7 @@ def _loss_judge(ref, grad):
         if got_grad is None:
             return ("the value is right, but loss.backward() gives the logits no gradient: return a tensor connected "
                     "to logits (no .item(), float() or torch.tensor(...) around the result)")
-        problem = tensor(got_grad, grad, dims=["batch", "T", "vocab"], **TOL)
+        problem = tensor(got_grad, grad, dims=["batch", "T", "vocab"])
         if problem:
             return f"the gradient of the loss with respect to the logits is wrong: {problem}"
         return None
@@ -281,10 +292,10 @@ def _untied_judge(h, W):
         if got_logits is None:
             return ("expected the output matrix in self.weight, a (vocab_size, d_model) tensor of an nn.Module, "
                     "to copy a matrix into")
-        problem = tensor(got_logits, logits, dims=["batch", "seq", "vocab_size"], **TOL)
+        problem = tensor(got_logits, logits, dims=["batch", "seq", "vocab_size"])
         if problem:
             return f"the logits h W^T, with a matrix copied into self.weight: {problem}"
-        problem = tensor(got_after, after, dims=["vocab_size", "d_model"], **TOL)
+        problem = tensor(got_after, after, dims=["vocab_size", "d_model"])
         if problem:
             return f"one SGD step on head.parameters() did not train self.weight as it should: {problem}"
         return None
@@ -343,20 +354,20 @@ def _tied_judge(h, E):
         got_logits, got_grad, got_after, state, *_ = fields(reply, *TIED)
         if got_logits is None:
             return "OutputHead(d_model, vocab_size, embedding) should be an nn.Module"
-        problem = tensor(got_logits, logits, dims=["batch", "seq", "vocab_size"], **TOL)
+        problem = tensor(got_logits, logits, dims=["batch", "seq", "vocab_size"])
         if problem:
             return f"the logits h E^T: {problem}"
         if got_grad is None:
             return "a backward pass through the tied head gives the embedding's matrix no gradient"
-        problem = tensor(got_grad, grad, dims=dims, **TOL)
+        problem = tensor(got_grad, grad, dims=dims)
         if problem:
             return f"the gradient of the embedding's matrix through the head: {problem}"
-        problem = tensor(got_after, after, dims=dims, **TOL)
+        problem = tensor(got_after, after, dims=dims)
         if problem:
             return f"one SGD step through the tied head did not move the embedding as it should: {problem}"
         if not isinstance(state, list) or not state:
             return "the tied head's state dict should hold the embedding's matrix, and it holds no tensor"
-        if any(tensor(t, after, dims=dims, **TOL) for t in state):
+        if any(tensor(t, after, dims=dims) for t in state):
             return ("after the step, the tied head's state dict holds a tensor that is not the embedding's matrix: "
                     "a tied head keeps no parameters of its own")
         return None

@@ -71,7 +71,7 @@ def _step_judge(losses, params):
             if abs(loss - want) >= 1e-5:
                 return f"{step}: the loss is wrong (tolerance: atol=1e-5)"
         for name, got_p, want in zip(params, fields(got_params, *params), params.values(), strict=True):
-            problem = tensor(got_p, want, atol=1e-5, rtol=1e-4)
+            problem = tensor(got_p, want)
             if problem:
                 return f"the parameters after {len(losses)} steps, {name}: {problem}"
         return None
@@ -138,7 +138,7 @@ def _named_judge(refs: dict, dims: dict):
     """Scored: each part, called by its name, gives the grader's own reference."""
     def judge(reply):
         for name, got in zip(NAMED, fields(reply, *NAMED), strict=True):
-            problem = tensor(got, refs[name], atol=1e-5, rtol=1e-4, dims=dims[name])
+            problem = tensor(got, refs[name], dims=dims[name])
             if problem:
                 return f"self.{name}: {problem}"
         return None

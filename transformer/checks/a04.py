@@ -101,7 +101,7 @@ def check_self_attention(fn: Callable, seed: int = 0) -> None:
     got = call(fn, (x, w_q, w_k, w_v), "self_attention")
     expected = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v)
     mistakes = outputs(SELF_ATTENTION_MISTAKES, x, w_q, w_k, w_v)
-    report("self_attention", compare(got, expected, ("batch", "seq", "d_model"), atol=1e-5, rtol=1e-4,
+    report("self_attention", compare(got, expected, ("batch", "seq", "d_model"),
                                       mistakes=mistakes, what="self_attention output"))
 
 

@@ -20,7 +20,7 @@ import pytest
 from grader import hidden
 from grader.kernel_side import plain, probes
 from grader.replies import read_reply
-from grader.verdicts import judge_replies, problem_of
+from grader.verdicts import judge_cell, problem_of
 from tools.nbmeta import grade_id, is_graded, is_solution
 from transformer import checks
 
@@ -102,6 +102,14 @@ def ask(assignment: str, cell: str, answer: str, tmp_path) -> tuple[list, list]:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     return cases, replies
+
+
+def judge_replies(cases: list, replies: list, max_points: float):
+    """The grader's verdict (:func:`grader.verdicts.judge_cell`) for replies given as (kind, value) pairs, as
+    ``grader/run.py`` judges them one by one; a missing one counts as no reply."""
+    replies = list(replies)[: len(cases)]
+    replies += [("missing", "no reply")] * (len(cases) - len(replies))
+    return judge_cell(cases, [problem_of(c, k, r) for c, (k, r) in zip(cases, replies, strict=True)], max_points)
 
 
 def verdict(assignment: str, cell: str, answer: str, tmp_path):

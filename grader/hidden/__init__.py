@@ -42,6 +42,16 @@ class Request:
     inputs: dict = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class Forbid:
+    """What one exercise's text forbids (its **Do not use:** line), ``FORBIDS[grade_id]`` in its module: ``function``
+    is the name its hidden tests call or read, ``names`` are dotted names of modules (everything in them) or
+    callables (``grader/forbidden.py`` reads the submissions for them)."""
+
+    function: str
+    names: tuple[str, ...]
+
+
 @dataclass
 class Case:
     what: str

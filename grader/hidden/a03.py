@@ -13,8 +13,7 @@ import math
 import numpy as np
 import torch
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, generator, reads
+from grader.hidden import Case, Forbid, Request, calls, generator, reads
 from grader.hidden.judge import describe, fields, items, numbers, tensor
 
 ASSIGNMENT = "03_positional_encodings"

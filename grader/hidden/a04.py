@@ -10,8 +10,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, calls, generator, reads
+from grader.hidden import Case, Forbid, calls, generator, reads
 from grader.hidden.judge import numbers, returns
 
 ASSIGNMENT = "04_queries_keys_values"

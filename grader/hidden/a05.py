@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, generator, reads
+from grader.hidden import Case, Forbid, Request, calls, generator, reads
 from grader.hidden.judge import as_int, describe, entry, fields, returns, shape, tensor
 
 ASSIGNMENT = "05_multi_head_attention"

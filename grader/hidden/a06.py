@@ -10,8 +10,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, generator, reads
+from grader.hidden import Case, Forbid, Request, calls, generator, reads
 from grader.hidden.judge import entry, number, numbers, returns, tensor
 
 ASSIGNMENT = "06_add_norm_feed_forward"

@@ -14,8 +14,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, generator, reads
+from grader.hidden import Case, Forbid, Request, calls, generator, reads
 from grader.hidden.judge import describe, fields, first, items, numbers, returns, tensor
 
 ASSIGNMENT = "07_masking"

@@ -9,8 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, fill, generator, reads
+from grader.hidden import Case, Forbid, Request, calls, fill, generator, reads
 from grader.hidden.judge import describe, entry, fields, returns, shape, tensor
 
 ASSIGNMENT = "08_cross_attention"

@@ -22,8 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, generator, reads, rng
+from grader.hidden import Case, Forbid, Request, generator, reads, rng
 from grader.hidden.judge import (
     ATOL,
     RTOL,

@@ -15,8 +15,7 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, fill, generator, reads, rng
+from grader.hidden import Case, Forbid, Request, fill, generator, reads, rng
 from grader.hidden.judge import as_number, describe, entry, fields, items, tensor, unchanged
 from transformer import Decoder, Encoder, EncoderDecoder, TransformerConfig
 from transformer.interop import copy_transformer

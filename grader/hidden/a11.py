@@ -13,8 +13,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, generator, rng
+from grader.hidden import Case, Forbid, Request, calls, generator, rng
 from grader.hidden.judge import describe, fields, returns, tensor, unchanged
 from transformer.checks.a11 import family_mask, masking_inputs, masking_problems
 from transformer.sampling import sampling_distribution, top_k_filter

@@ -13,8 +13,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, generator, reads
+from grader.hidden import Case, Forbid, Request, calls, generator, reads
 from grader.hidden.judge import describe, fields, first, items, number, returns, tensor
 
 ASSIGNMENT = "12_from_2017_to_today"

@@ -42,7 +42,8 @@ TARGETS = {"sdpa-teaching": ("ratio", 1.5), "mha-fast": ("ratio", 1.0), "encoder
            "capstone-time-to-98": ("ours_s", 60.0),
            "notebooks-nbval": ("ours_s", 240.0), "book-build": ("ours_s", 60.0),
            "grade-per-submission": ("ours_s", 1.5)}
-ALSO = {"flash-attn-1-thread": [("peak_ratio", 2.0)], "flash-attn-2-threads": [("peak_ratio", 2.0)]}  # more targets
+ALSO = {"flash-attn-1-thread": [("peak_ratio", 2.0)], "flash-attn-2-threads": [("peak_ratio", 2.0)],  # more targets
+        "grade-per-submission": [("ratio", 1.2)]}  # against the floor measured in the same run
 
 
 def keep_freed_memory() -> bool:

@@ -136,7 +136,26 @@ def _exporter():
     from nbconvert.filters.highlight import Highlight2HTML
     from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
     from nbgrader.preprocessors import GetGrades
+    from nbgrader.preprocessors.base import NbGraderPreprocessor
     from traitlets.config import Config
+
+    from grader.gradebook import opened
+
+    class RunGrades(GetGrades):
+        """nbgrader's GetGrades (each cell's score and comment, the notebook's score) read from the run's open
+        gradebook (``grader.gradebook.opened``) instead of one opened and closed for every page."""
+
+        def preprocess(self, nb, resources):
+            info = resources["nbgrader"]
+            self.notebook_id, self.assignment_id = info["notebook"], info["assignment"]
+            self.student_id = info["student"]
+            self.gradebook = opened(info["db_url"])
+            nb, resources = NbGraderPreprocessor.preprocess(self, nb, resources)  # the cells, by GetGrades' own rule
+            notebook = self.gradebook.find_submission_notebook(self.notebook_id, self.assignment_id, self.student_id)
+            penalty = notebook.late_submission_penalty or 0
+            info.update(score=notebook.score - penalty, max_score=notebook.max_score, late_penalty=penalty)
+            self.gradebook.db.rollback()  # a page only reads: nothing of it stays in the session
+            return nb, resources
 
     class FeedbackExporter(HTMLExporter):
         """HTMLExporter without its last pass, which parses and writes out the whole page again with BeautifulSoup
@@ -162,7 +181,7 @@ def _exporter():
     bootstrap = nbgrader_templates / "static" / "node_modules" / "bootstrap" / "dist" / "css"
     c.HTMLExporter.extra_template_paths = [str(bootstrap)]
     exporter = FeedbackExporter(config=c)
-    exporter.register_preprocessor(GetGrades(), enabled=True)
+    exporter.register_preprocessor(RunGrades(), enabled=True)
     return exporter
 
 

@@ -205,7 +205,7 @@ def _read_all(subs: list, release, assignment: str, opts: Options, seed: int, sa
 
     ready, saved, flagged, zeroed = [], [], {}, {}
     for sub in subs:
-        if (rebuilt := collect.prepare(sub, release)) is None:
+        if (rebuilt := collect.read_and_rebuild(sub, release)) is None:
             continue
         reuse = None
         if opts.resume or (opts.only and sub.student not in opts.only):

@@ -1,4 +1,5 @@
-"""Hidden tests, decided by the grader: one module per assignment (``a04.py`` for assignment 04).
+"""Hidden tests, decided by the grader: one module per assignment (``a04.py`` for assignment 04). (Hidden as in
+not shown to the student; ``DecoderOnly.hidden`` in the package is a model's last hidden states, another thing.)
 
 A hidden test never runs its verdict inside the student's kernel. Each grade cell of an assignment
 (a row of the map of exercises, ``tools/exercises.py``) has a function in its module, named after the cell's

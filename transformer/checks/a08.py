@@ -20,8 +20,8 @@ from .mistakes.a08 import CROSS_ATTENTION_MISTAKES, DECODER_BLOCK_MISTAKES
 
 __all__ = ["check_cross_shapes", "check_cross_attention", "check_decoder_block_layer", "CROSS_SHAPES_SETTING"]
 
-# Exercise 1: a batch of 2 translations, "I ate an apple <eos>" (T_e = 5) into the decoder input
-# "<sos> Ich habe einen Apfel gegessen" (T_d = 6), d_model = 8, h = 2 heads.
+# Exercise 1: a batch of 2 translations, "I ate an apple" (4 tokens) beside a source of 5 (both padded to T_e = 5),
+# into the decoder input "<sos> Ich habe einen Apfel gegessen" (T_d = 6), d_model = 8, h = 2 heads.
 CROSS_SHAPES_SETTING = {"batch": 2, "T_d": 6, "T_e": 5, "d_model": 8, "heads": 2}
 SHAPE_KEYS = ("Q", "K", "V", "weights", "output")
 SOURCE_KEYS = ("Q from", "K from", "V from")

@@ -182,8 +182,9 @@ def _student_cells(nb) -> list[tuple[str, str | None, str]]:
     return out + [(where, None, src) for where, src in waiting]
 
 
-def findings(nb, assignment: str, rules: dict[str, Forbid] | None = None) -> list[Finding]:
-    """What to read in the student's cells of ``nb`` (the rebuilt notebook): forbidden uses first."""
+def findings(nb, assignment: str | None = None, rules: dict[str, Forbid] | None = None) -> list[Finding]:
+    """What to read in the student's cells of ``nb`` (the rebuilt notebook): forbidden uses first. ``rules``: the
+    assignment's :func:`forbids`, when the caller has it already."""
     rules = forbids(assignment) if rules is None else rules
     for root in {n.split(".")[0] for f in rules.values() for n in f.names}:  # trusted packages: names -> objects
         importlib.import_module(root)

@@ -42,7 +42,7 @@ def _lens(model):
     """The TransformerLens model with ``model``'s weights, every name mapped by hand."""
     from transformer_lens import TransformerBridge, TransformerBridgeConfig
 
-    cfg, stack = model.cfg, interp._stack(model)
+    cfg, stack = model.cfg, interp.stack_of(model)
     lcfg = TransformerBridgeConfig(
         n_layers=cfg.n_layers, d_model=cfg.d_model, n_ctx=cfg.max_len, d_head=cfg.d_h, n_heads=cfg.n_heads,
         d_vocab=cfg.vocab_size, d_mlp=cfg.d_ff, act_fn="relu", attn_only=cfg.ffn == "none", eps=cfg.norm_eps,

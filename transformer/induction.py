@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from ._validate import require_int, require_positive_int, require_rank
 from .config import TransformerConfig
-from .interp import _stack
+from .interp import stack_of
 from .model import DecoderOnly
 
 BOS = 0  # the first token of every sequence; the random tokens are 1 .. vocab_size - 1
@@ -113,7 +113,7 @@ def copying_scores(model, layer: int) -> torch.Tensor:
     """``(heads,)``: for each head of block ``layer``, ``sum(eig) / sum(|eig|)`` (real parts over moduli) of its
     OV circuit from tokens to logits, ``W_U W^O_h W^V_h W_E`` (Elhage et al. 2021), norms left out. Near 1:
     attending to a token raises that token's logit, the head copies."""
-    blocks = _stack(model).layers
+    blocks = stack_of(model).layers
     require_int("layer", layer, 0, len(blocks) - 1)
     attn = blocks[layer].self_attn
     w_e, w_u = model.embed.tokens.weight, model.head.weight  # (vocab, d_model) each

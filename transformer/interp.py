@@ -36,7 +36,7 @@ def hook_points(model: nn.Module) -> dict[str, tuple[nn.Module, str]]:
     """``{name: (module, where)}`` for every named activation of ``model``, in the order the forward pass
     makes them; ``where`` is ``"output"`` (the module's output), ``"input"`` (its first input), or, of a
     multi-head attention module, ``"pattern"`` (its weights) or ``"z"`` (the heads' outputs that ``W^O`` reads)."""
-    stack = _stack(model)
+    stack = stack_of(model)
     points = {"embed": (model.embed, "output")}
     for i, block in enumerate(stack.layers):
         points[f"blocks.{i}.resid_pre"] = (block, "input")
@@ -108,9 +108,12 @@ def head_outputs(model: nn.Module, cache: dict[str, torch.Tensor], layer: int) -
 
     Their sum over the heads, plus the bias of ``W^O``, is ``cache["blocks.layer.attn.out"]``.
     """
-    blocks = _stack(model).layers
-    require_int("layer", layer, 0, len(blocks) - 1)
-    attn = blocks[layer].self_attn
+    require_int("layer", layer, 0, len(stack_of(model).layers) - 1)
+    return _head_outputs(model, cache, layer)
+
+
+def _head_outputs(model: nn.Module, cache: dict[str, torch.Tensor], layer: int) -> torch.Tensor:
+    attn = stack_of(model).layers[layer].self_attn
     z = cache[f"blocks.{layer}.attn.z"]  # (batch, seq, heads, d_h)
     w_o = attn.w_o.weight.detach().view(attn.d_model, attn.n_heads, attn.d_h)  # (d_model, heads, d_h)
     return torch.einsum("bshd,mhd->bshm", z, w_o)  # (batch, seq, heads, d_model)
@@ -118,7 +121,7 @@ def head_outputs(model: nn.Module, cache: dict[str, torch.Tensor], layer: int) -
 
 def unembed(model: nn.Module, stream: torch.Tensor) -> torch.Tensor:
     """Logits of a residual stream ``(..., seq, d_model)``: the model's own final norm, then its output head."""
-    return model.head(_stack(model).norm(stream))  # (..., seq, vocab_size)
+    return model.head(stack_of(model).norm(stream))  # (..., seq, vocab_size)
 
 
 # ----------------------------------------------------------------------------- the hooks
@@ -184,7 +187,7 @@ def _replacer(new_values: Callable, head: int | None, position: int | None):
 # ----------------------------------------------------------------------------- argument checks
 
 
-def _stack(model: nn.Module) -> SelfAttentionStack:
+def stack_of(model: nn.Module) -> SelfAttentionStack:
     """The stack of blocks of a DecoderOnly (``causal_stack``) or EncoderOnly (``encoder``) ``model``."""
     stack = getattr(model, "causal_stack", None) or getattr(model, "encoder", None)
     if not isinstance(stack, SelfAttentionStack) or not isinstance(getattr(model, "embed", None), nn.Module):

@@ -15,14 +15,14 @@ from __future__ import annotations
 import torch
 
 from ._validate import require_index, require_rank
-from .interp import _stack, head_outputs, unembed
+from .interp import _head_outputs, stack_of, unembed
 from .norm import LayerNorm
 
 
 def logit_lens(model, cache: dict[str, torch.Tensor]) -> torch.Tensor:
     """``(blocks + 1, batch, seq, vocab_size)``: row 0 decodes the embeddings, row ``i`` the stream after block
     ``i - 1``; the last row is the model's own logits."""
-    n = len(_stack(model).layers)
+    n = len(stack_of(model).layers)
     states = [cache[f"blocks.{i}.resid_pre"] for i in range(n)] + [cache[f"blocks.{n - 1}.resid_post"]]
     with torch.no_grad():
         return unembed(model, torch.stack(states))  # (blocks + 1, batch, seq, d_model) -> (..., vocab_size)
@@ -33,8 +33,8 @@ def stream_parts(model, cache: dict[str, torch.Tensor]) -> dict[str, torch.Tenso
     block ``i`` each head (``blocks.i.head.h``), the bias of ``W^O`` (``blocks.i.attn.bias``) and the
     feed-forward (``blocks.i.ffn``, if any). They add up to ``cache["blocks.<last>.resid_post"]``."""
     parts = {"embed": cache["embed"]}
-    for i, block in enumerate(_stack(model).layers):
-        heads = head_outputs(model, cache, i)  # (batch, seq, heads, d_model)
+    for i, block in enumerate(stack_of(model).layers):
+        heads = _head_outputs(model, cache, i)  # (batch, seq, heads, d_model)
         for h in range(heads.shape[2]):
             parts[f"blocks.{i}.head.{h}"] = heads[:, :, h]
         bias = block.self_attn.w_o.bias
@@ -53,7 +53,7 @@ def logit_attribution(model, cache: dict[str, torch.Tensor], position: int, answ
     stream frozen, ``gamma * (part - mean(part)) / sigma``, then through the output head; the norm's ``beta``
     and the head's bias are parts of their own (``final.bias``). The parts add up to the model's difference.
     """
-    stack = _stack(model)
+    stack = stack_of(model)
     if not isinstance(stack.norm, LayerNorm):
         raise TypeError(f"model: expected a final LayerNorm (a pre-norm model), got {type(stack.norm).__name__}")
     seq, vocab = cache["embed"].shape[1], model.head.weight.shape[0]

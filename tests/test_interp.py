@@ -231,3 +231,18 @@ def test_copying_score_is_the_eigenvalue_ratio_of_the_full_ov_circuit():
         full = bridge.unembed.weight @ attn.o.weight[:, rows] @ attn.v.weight[rows] @ bridge.embed.weight.T  # (V, V)
         eig = torch.linalg.eigvals(full.detach())
         assert abs(float(scores[h]) - float(eig.real.sum() / eig.abs().sum())) < 1e-8
+
+
+def test_transformer_lens_weight_processing_keeps_the_predictions_but_not_the_activations():
+    """Why the comparisons load our weights as they are: TransformerLens's default processing (fold_ln,
+    center_writing_weights, center_unembed, fold_value_biases) keeps the log-probabilities and changes the
+    cached activations."""
+    model = _ours(DecoderOnly, "mlp", seed=13)
+    bridge = _lens(model)
+    bridge.process_weights(fold_ln=True, center_writing_weights=True, center_unembed=True, fold_value_biases=True)
+    ids = torch.randint(0, 23, (2, 11), generator=torch.Generator().manual_seed(9))
+    logits, cache = interp.run_with_cache(model, ids)
+    with torch.no_grad():
+        their_logits, theirs = bridge.run_with_cache(ids)
+    assert torch.allclose(logits.log_softmax(-1), their_logits.log_softmax(-1), atol=1e-8)
+    assert not torch.allclose(cache["blocks.1.resid_pre"], theirs["blocks.1.hook_resid_pre"], atol=1e-3)

@@ -89,7 +89,7 @@ def patched_from(source: torch.Tensor, head: int | None = None, position: int | 
     """A patch that copies ``source``, the same activation cached on another input, into this run:
     all of it, or only head ``head`` (dimension 2 of ``attn.z``) and/or position ``position`` (dimension 1)."""
     require_tensor("source", source)
-    return _replacer(lambda act: source, head, position)
+    return _replacer(lambda act: source, head, position, "source")
 
 
 def ablated(how: str = "zero", head: int | None = None, reference: torch.Tensor | None = None):
@@ -97,10 +97,10 @@ def ablated(how: str = "zero", head: int | None = None, reference: torch.Tensor 
     ``how="mean"`` to its mean over the batch of ``reference``, the activation cached on other inputs."""
     require_choice("how", how, ("zero", "mean"))
     if how == "zero":
-        return _replacer(torch.zeros_like, head, None)
+        return _replacer(torch.zeros_like, head, None, "how")
     require_tensor("reference", reference)
     mean = reference.mean(dim=0, keepdim=True)  # (batch, seq, ...) -> (1, seq, ...)
-    return _replacer(lambda act: mean.expand_as(act), head, None)
+    return _replacer(lambda act: mean.expand(act.shape[0], *mean.shape[1:]), head, None, "reference")
 
 
 def head_outputs(model: nn.Module, cache: dict[str, torch.Tensor], layer: int) -> torch.Tensor:
@@ -168,15 +168,22 @@ def _register(module: nn.Module, where: str, name: str, store: dict | None, patc
     return module.register_forward_pre_hook(lambda mod, args: (apply(args[0]), *args[1:]))
 
 
-def _replacer(new_values: Callable, head: int | None, position: int | None):
-    """A patch that writes ``new_values(act)`` into ``act`` at ``head`` (dim 2) and ``position`` (dim 1)."""
+def _replacer(new_values: Callable, head: int | None, position: int | None, source: str):
+    """A patch that writes ``new_values(act)`` into ``act`` at ``head`` (dim 2) and ``position`` (dim 1);
+    ``source`` names the argument the new values come from, for an error."""
     if head is not None:
         require_int("head", head, 0)
     if position is not None:
         require_int("position", position)
 
     def patch(act: torch.Tensor) -> torch.Tensor:
+        if head is not None and act.dim() != 4:
+            raise ValueError(f"head: expected a patch of an attn.z activation (batch, seq, heads, d_h), "
+                             f"got one of shape {shape_str(act)}")
         new, out = new_values(act), act.clone()
+        if new.shape[1:] != act.shape[1:]:
+            raise ValueError(f"{source}: expected the activation's shape after the batch, {shape_str(act)}, "
+                             f"got {shape_str(new)}")
         where = (slice(None), slice(None) if position is None else position, *(() if head is None else (head,)))
         out[where] = new[where]
         return out

@@ -41,7 +41,7 @@ def induction_model(vocab_size: int, half: int, d_model: int = 32, n_heads: int 
                     seed: int = 0, positional: str = "learned") -> DecoderOnly:
     """An attention-only pre-norm decoder (``ffn="none"``) with an untied output layer, for sequences of
     :func:`repeated_tokens` with halves up to ``half``; float64, its weights drawn with ``seed``.
-    ``positional``: a scheme of chapter 3 ("learned", "relative", ...)."""
+    ``positional``: a scheme of chapter 3 ("learned", "relative", ...). ``d_ff`` is set but unused (no feed-forward)."""
     cfg = TransformerConfig(vocab_size=vocab_size, d_model=d_model, n_heads=n_heads, n_layers=n_layers,
                             d_ff=1, ffn="none", dropout=0.0, max_len=1 + 2 * half, norm_first=True,
                             positional=positional, scale_embeddings=False, tie_weights=False, pad_id=None)

@@ -29,7 +29,7 @@ help:
 $(ENV_STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -c constraints.txt -e ".[book,course,test,hf]"
+	$(PY) -m pip install --quiet -c constraints.txt -e ".[book,course,test,hf,lens]"
 	@touch $@
 
 # MathJax, RequireJS and the widget manager, served by the book itself (pinned in package-lock.json).

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import transformer as T
-from transformer import _validate
+from transformer import _validate, interp, lens
 from transformer.decoding import beam_search
 
 VALIDATE = str(Path(_validate.__file__).resolve())
@@ -124,7 +124,18 @@ CHECKED_ONCE = {
     "sample_decode": (lambda: partial(T.sample_decode, T.EncoderDecoder(cfg()), IDS, 3, 1, 2, temperature=0.8,
                                       generator=seeded()),
                       {"src", "max_new_tokens", "temperature"}, None),
+    # chapter 13: a run with a patch (a hook on the real modules), an attribution over a cache
+    "interp.run_with_patches": (lambda: partial(interp.run_with_patches, T.DecoderOnly(cfg(norm_first=True)), IDS,
+                                                {"blocks.0.attn.z": interp.ablated("zero", head=1)}), {"ids"}, 1),
+    "interp.run_with_cache": (lambda: partial(interp.run_with_cache, T.DecoderOnly(cfg(norm_first=True)), IDS),
+                              {"ids"}, 1),
+    "lens.logit_attribution": (lambda: partial(lens.logit_attribution, *_cached(T.DecoderOnly(cfg(norm_first=True))),
+                                               position=2, answer=3, other=4), {"position", "answer", "other"}, 0),
 }
+
+
+def _cached(model):
+    return model, interp.run_with_cache(model, IDS)[1]
 
 
 @pytest.mark.parametrize("entry", CHECKED_ONCE)

@@ -384,7 +384,7 @@ CASES = {
                                   m("n_kv_heads:", "divisor of n_heads=4", "got 3")),
     "n_kv_heads=3 to MultiHeadAttention": (lambda: T.MultiHeadAttention(16, 4, n_kv_heads=3), ValueError,
                                            m("n_kv_heads:", "divisor of n_heads=4", "got 3")),
-    "ffn='glu'": (lambda: cfg(ffn="glu"), ValueError, m("ffn:", "['gated', 'mlp']", "got 'glu'")),
+    "ffn='glu'": (lambda: cfg(ffn="glu"), ValueError, m("ffn:", "['gated', 'mlp', 'none']", "got 'glu'")),
     "rope_base=0": (lambda: cfg(rope_base=0), ValueError, m("rope_base:", "number > 0", "got 0")),
     "linear_bias='no'": (lambda: cfg(linear_bias="no"), TypeError, m("linear_bias:", "True or False", "got str")),
     "d_ff=0 to GatedFeedForward": (lambda: T.GatedFeedForward(8, 0), ValueError, m("d_ff:", "positive int", "got 0")),

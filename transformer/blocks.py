@@ -30,9 +30,9 @@ class EncoderBlock(nn.Module):
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
         self.self_attn = self_attention_for(cfg)
-        self.ff = feed_forward_for(cfg)
+        self.ff = feed_forward_for(cfg)  # None: an attention-only block (cfg.ffn="none", chapter 13)
         self.norm1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
-        self.norm2 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
+        self.norm2 = None if self.ff is None else make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
         self.drop1, self.drop2 = nn.Dropout(cfg.dropout), nn.Dropout(cfg.dropout)
         self.norm_first = cfg.norm_first
 
@@ -40,9 +40,9 @@ class EncoderBlock(nn.Module):
         """``cache``: this layer's :class:`~transformer.kv_cache.LayerCache` (chapter 12), or None."""
         if self.norm_first:
             x = x + self.drop1(self.self_attn(self.norm1(x), mask=mask, cache=cache))
-            return x + self.drop2(self.ff(self.norm2(x)))
+            return x if self.ff is None else x + self.drop2(self.ff(self.norm2(x)))
         x = self.norm1(x + self.drop1(self.self_attn(x, mask=mask, cache=cache)))
-        return self.norm2(x + self.drop2(self.ff(x)))
+        return x if self.ff is None else self.norm2(x + self.drop2(self.ff(x)))
 
 
 class DecoderBlock(nn.Module):
@@ -58,7 +58,7 @@ class DecoderBlock(nn.Module):
         self.ff = feed_forward_for(cfg)
         self.norm1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
         self.norm2 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
-        self.norm3 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
+        self.norm3 = None if self.ff is None else make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
         self.drop1, self.drop2, self.drop3 = (nn.Dropout(cfg.dropout) for _ in range(3))
         self.norm_first = cfg.norm_first
 
@@ -67,10 +67,10 @@ class DecoderBlock(nn.Module):
         if self.norm_first:
             x = x + self.drop1(self.self_attn(self.norm1(x), mask=self_mask))
             x = x + self.drop2(self.cross_attn(self.norm2(x), memory, mask=memory_mask))
-            return x + self.drop3(self.ff(self.norm3(x)))
+            return x if self.ff is None else x + self.drop3(self.ff(self.norm3(x)))
         x = self.norm1(x + self.drop1(self.self_attn(x, mask=self_mask)))
         x = self.norm2(x + self.drop2(self.cross_attn(x, memory, mask=memory_mask)))
-        return self.norm3(x + self.drop3(self.ff(x)))
+        return x if self.ff is None else self.norm3(x + self.drop3(self.ff(x)))
 
 
 class SelfAttentionStack(nn.Module):

@@ -65,7 +65,8 @@ class TransformerConfig:
     # key/value heads as set: None = n_heads; a divisor = grouped-query; 1 = multi-query. The setting may be None;
     # the number it stands for, what the layers are built with, is the property kv_heads.
     n_kv_heads: int | None = None
-    ffn: str = "mlp"  # "mlp": W2 act(W1 x + b1) + b2; "gated": W2 (act(W1 x) * W3 x), SwiGLU with activation="silu"
+    ffn: str = "mlp"  # "mlp": W2 act(W1 x + b1) + b2; "gated": W2 (act(W1 x) * W3 x), SwiGLU with activation="silu";
+    # "none": no feed-forward, attention-only blocks (chapter 13)
     linear_bias: bool = True  # biases in the attention and feed-forward projections (Llama: False)
     rope_base: float = 10000.0  # RoPE's base: omega_i = rope_base ** (-2i / d_h) (Llama's rope_theta)
 

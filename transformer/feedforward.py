@@ -28,7 +28,7 @@ ACTIVATIONS = {
     "gelu_tanh": functools.partial(F.gelu, approximate="tanh"),
     "silu": F.silu,
 }
-FFN_KINDS = ("mlp", "gated")
+FFN_KINDS = ("mlp", "gated", "none")  # "none": attention-only blocks (chapter 13)
 
 
 class PositionwiseFeedForward(nn.Module):
@@ -71,7 +71,10 @@ class GatedFeedForward(nn.Module):
         return self.linear2(self.dropout(hidden))
 
 
-def feed_forward_for(cfg) -> nn.Module:
-    """The feed-forward of a :class:`~transformer.config.TransformerConfig`: ``cfg.ffn`` is "mlp" or "gated"."""
+def feed_forward_for(cfg) -> nn.Module | None:
+    """The feed-forward of a :class:`~transformer.config.TransformerConfig`: ``cfg.ffn`` is "mlp" or "gated";
+    "none" gives None, a block without one (the attention-only models of chapter 13)."""
+    if cfg.ffn == "none":
+        return None
     kind = GatedFeedForward if cfg.ffn == "gated" else PositionwiseFeedForward
     return kind(cfg.d_model, cfg.d_ff, cfg.dropout, cfg.activation, bias=cfg.linear_bias)

@@ -12,6 +12,8 @@ what a model computes, instead of writing the forward pass a second time:
 - :func:`residual_stream`: the stream after every sublayer of encoder blocks.
 
 Each one removes its hooks when it is done: the model is left as it was.
+Chapter 13's :mod:`transformer.interp` uses the same kind of hooks to cache every named activation
+of a model and to replace some of them (patching, ablation).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from .decoding import DecodingExplorer, plot_temperatures  # chapter 9
 from .training import TrainingProgress, TranslationExplorer, plot_losses, translation_attention  # chapter 10
 from .sampling import SamplingExplorer  # chapter 11
 from .online_softmax import OnlineSoftmaxExplorer, online_steps  # chapter 12
+from .inside import HeadPatternExplorer, LogitLensExplorer, pattern_svg  # chapter 13
 
 __all__ = [
     "RecurrenceExplorer", "path_length", "plot_road_map", "sequential_steps", "surviving_fraction",
@@ -32,4 +33,5 @@ __all__ = [
     "TrainingProgress", "TranslationExplorer", "plot_losses", "translation_attention",
     "SamplingExplorer",
     "OnlineSoftmaxExplorer", "online_steps",
+    "HeadPatternExplorer", "LogitLensExplorer", "pattern_svg",
 ]

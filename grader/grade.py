@@ -155,8 +155,7 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
         print(exc, file=sys.stderr)
         return 2
     release = nbformat.read(release_path, as_version=4)
-    rules = forbids(assignment)  # what each exercise forbids: read statically here, watched in the kernel
-    graded = [s for s in subs if s.status == "graded"]
+    rules, graded = forbids(assignment), [s for s in subs if s.status == "graded"]  # rules: read here, watched there
     ready, saved, flagged, zeroed = _read_all(graded, release, rules, opts, seed, out / "results")
     jobs = max(1, min(opts.jobs or default_jobs(), len(ready) or 1))
     run_info = {"assignment": assignment, "seed": seed, "seed_from": seed_source, "timeout": timeout,

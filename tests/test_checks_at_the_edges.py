@@ -95,6 +95,7 @@ ENTRY_POINTS = {
     "beam_search": lambda: beam_search(logits_of, [1, 2], 2, 3, eos_id=9),
     "BPETokenizer.train": lambda: T.BPETokenizer.train(["a b c a b", "a b d"], 3),
     "warmup_inverse_sqrt": lambda: warmup_inverse_sqrt(10, 64, 4),
+    "ByteBPETokenizer.train": lambda: T.ByteBPETokenizer.train(["a b c a b", "a b d"], 260),
     "mask_tokens": lambda: T.mask_tokens(IDS + 5, 3, 20, generator=torch.Generator().manual_seed(0)),
     "TransformerConfig": lambda: T.TransformerConfig(vocab_size=20, d_model=16, n_heads=4, d_ff=32, n_layers=1,
                                                      max_len=8, n_kv_heads=2),

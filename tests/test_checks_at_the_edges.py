@@ -20,6 +20,7 @@ import torch
 import transformer as T
 from transformer import _validate, interp, lens
 from transformer.decoding import beam_search
+from transformer.train import warmup_inverse_sqrt
 
 VALIDATE = str(Path(_validate.__file__).resolve())
 
@@ -93,6 +94,8 @@ ENTRY_POINTS = {
     "generate, greedy": lambda: T.generate(logits_of, IDS, 3, eos_id=1, top_k=5),
     "beam_search": lambda: beam_search(logits_of, [1, 2], 2, 3, eos_id=9),
     "BPETokenizer.train": lambda: T.BPETokenizer.train(["a b c a b", "a b d"], 3),
+    "warmup_inverse_sqrt": lambda: warmup_inverse_sqrt(10, 64, 4),
+    "ByteBPETokenizer.train": lambda: T.ByteBPETokenizer.train(["a b c a b", "a b d"], 260),
     "mask_tokens": lambda: T.mask_tokens(IDS + 5, 3, 20, generator=torch.Generator().manual_seed(0)),
     "TransformerConfig": lambda: T.TransformerConfig(vocab_size=20, d_model=16, n_heads=4, d_ff=32, n_layers=1,
                                                      max_len=8, n_kv_heads=2),

@@ -274,6 +274,10 @@ CASES = {
     "d_model=16.0": (lambda: cfg(d_model=16.0), TypeError, m("d_model:", "positive int", "got float 16.0")),
     "causal_mask(0)": (lambda: T.causal_mask(0), ValueError, m("seq_len:", "positive int", "got 0")),
     "n_merges=-1": (lambda: T.BPETokenizer.train(["a b"], -1), ValueError, m("n_merges:", "int >= 0", "got -1")),
+    "byte-level vocab_size below 256": (lambda: T.ByteBPETokenizer.train(["a b"], 100), ValueError,
+                                        m("vocab_size:", "at least 256", "got 100")),
+    "byte-level decode of an id past the vocabulary": (lambda: T.ByteBPETokenizer([]).decode([256]), ValueError,
+                                                       m("ids:", "[0, 256)", "got 256")),
     # ---- the fields that express GPT-2 and BERT
     "pad_id = vocab_size": (lambda: cfg(pad_id=20), ValueError, m("pad_id:", "a token id in [0, 20)", "got 20")),
     "negative pad_id": (lambda: cfg(pad_id=-1), ValueError, m("pad_id:", "[0, 20)", "got -1")),

@@ -22,6 +22,7 @@ from transformer.train import (
     translate,
     translation_loss,
     warmup_factor,
+    warmup_inverse_sqrt,
 )
 from transformer.viz.training import TrainingProgress, plot_losses
 
@@ -118,6 +119,42 @@ def test_train_step_returns_the_loss_before_the_step():
 def test_warmup_by_hand():
     assert [warmup_factor(s, 4) for s in (1, 2, 4, 8)] == [0.25, 0.5, 1.0, 1.0]
     assert warmup_factor(1, 0) == 1.0
+
+
+def test_the_papers_schedule_by_hand():
+    # Vaswani et al. 2017, eq. 3, worked out by hand for d_model = 512 and warmup = 4000:
+    # step 1: 512^-0.5 * 1 * 4000^-1.5 = 0.0441942 * 3.95285e-6 = 1.746928e-7
+    # step 4000 (the peak): 512^-0.5 * 4000^-0.5 = 0.0441942 * 0.0158114 = 6.987712e-4
+    # step 16000: 512^-0.5 * 16000^-0.5 = 0.0441942 * 0.00790569 = 3.493856e-4 (half the peak)
+    by_hand = {1: 1.746928e-7, 4000: 6.987712e-4, 16000: 3.493856e-4}
+    for step, rate in by_hand.items():
+        assert warmup_inverse_sqrt(step, 512, 4000) == pytest.approx(rate, rel=1e-6)
+    # d_model = 64, warmup = 100: step 50 is still warming up (64^-0.5 * 50 * 100^-1.5 = 0.125 * 0.05),
+    # step 400 decays (0.125 * 400^-0.5 = 0.125 * 0.05): the same rate on both sides of the peak
+    assert warmup_inverse_sqrt(50, 64, 100) == pytest.approx(0.00625, rel=1e-12)
+    assert warmup_inverse_sqrt(400, 64, 100) == pytest.approx(0.00625, rel=1e-12)
+    assert warmup_inverse_sqrt(99, 64, 100) < warmup_inverse_sqrt(100, 64, 100) > warmup_inverse_sqrt(101, 64, 100)
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises((TypeError, ValueError), match="step"):
+            warmup_inverse_sqrt(bad, 64, 100)
+
+
+def test_the_papers_schedule_drives_adam_through_lambdalr():
+    d_model, warmup = 64, 10
+    weight = nn.Parameter(torch.zeros(3))
+    optimizer = torch.optim.Adam([weight], lr=1.0, betas=(0.9, 0.98), eps=1e-9)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda i: warmup_inverse_sqrt(i + 1, d_model, warmup))
+    seen = []
+    for _ in range(30):
+        seen.append(optimizer.param_groups[0]["lr"])
+        weight.sum().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        scheduler.step()
+    formula = [d_model ** -0.5 * min(s ** -0.5, s * warmup ** -1.5) for s in range(1, 31)]
+    assert seen == pytest.approx(formula, rel=1e-12)
+    # Adam's first step moves each weight by about lr (the gradient's sign), so the schedule really drove it
+    assert torch.allclose(weight.detach(), torch.full((3,), -sum(formula)), rtol=0.02)
 
 
 def test_fit_is_adam_with_warmup_and_clipping_written_out():

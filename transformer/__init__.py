@@ -5,7 +5,7 @@ One module per idea, in the order of the chapters:
 =================  ===========================================================
 chapter            module
 =================  ===========================================================
-1 tokenization     :mod:`transformer.tokenization`
+1 tokenization     :mod:`transformer.tokenization`, :mod:`transformer.byte_bpe`
 2 embeddings       :mod:`transformer.embedding`
 3 positions        :mod:`transformer.positional`
 4 attention        :mod:`transformer.attention`
@@ -32,6 +32,7 @@ trained once for the chapters: :mod:`transformer.pretrained`. Pictures and explo
 from . import viz
 from .attention import scaled_dot_product_attention
 from .blocks import Decoder, DecoderBlock, Encoder, EncoderBlock, SelfAttentionStack
+from .byte_bpe import ByteBPETokenizer
 from .config import TransformerConfig
 from .decoding import generate, greedy_decode, next_token, sample_decode, softmax_with_temperature
 from .embedding import TokenEmbedding, rms
@@ -71,7 +72,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "viz",
-    "BPETokenizer", "Decoder", "DecoderBlock", "DecoderOnly", "Encoder", "EncoderBlock", "EncoderDecoder",
+    "BPETokenizer", "ByteBPETokenizer", "Decoder", "DecoderBlock", "DecoderOnly", "Encoder", "EncoderBlock",
+    "EncoderDecoder",
     "EncoderOnly", "LayerNorm", "LearnedPositionalEncoding", "MultiHeadAttention", "OutputHead",
     "PositionwiseFeedForward", "RMSNorm", "RelativePositionBias", "RotaryEmbedding", "SPECIAL_TOKENS",
     "SelfAttentionStack", "SinusoidalPositionalEncoding", "TokenEmbedding", "TransformerConfig", "Vocabulary",

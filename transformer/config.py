@@ -60,7 +60,7 @@ class TransformerConfig:
     type_vocab_size: int = 0  # token-type (segment) embeddings added to the tokens (BERT: 2); 0 = none
     head_transform: bool = False  # dense, activation and norm before the output layer (BERT's MLM head)
     head_bias: bool = False  # a bias per vocabulary entry on the logits (BERT)
-    rope_pairs: str = "interleaved"  # which features RoPE rotates together: "interleaved" (paper) or "half" (Llama)
+    rope_pairs: str = "interleaved"  # which features RoPE rotates: "interleaved" (paper) or "half" (HF's Llama)
     # chapter 12: what changed since 2017
     # key/value heads as set: None = n_heads; a divisor = grouped-query; 1 = multi-query. The setting may be None;
     # the number it stands for, what the layers are built with, is the property kv_heads.

@@ -157,9 +157,9 @@ def rotation_matrix(angle: float) -> torch.Tensor:
 
 
 ROPE_PAIRS = ("interleaved", "half")
-"""How RoPE pairs the features it rotates together: ``"interleaved"`` rotates ``(x[2i], x[2i+1])``, as in the
-RoFormer paper and this book; ``"half"`` rotates ``(x[i], x[i + d/2])``, as Llama and GPT-NeoX (Hugging Face's
-``rotate_half``). Both rotate pair ``i`` by ``position * omega_i``: the same RoPE on permuted features."""
+"""How RoPE pairs the features it rotates together: ``"interleaved"`` rotates ``(x[2i], x[2i+1])``, as the RoFormer
+paper, Meta's Llama code and this book; ``"half"`` rotates ``(x[i], x[i + d/2])``, as Hugging Face's Llama (whose
+conversion permutes W_q, W_k) and GPT-NeoX. Both turn pair ``i`` by ``position * omega_i``, on permuted features."""
 
 
 def _rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairs: str = "interleaved") -> torch.Tensor:
@@ -177,7 +177,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, base: flo
     """Rotate each pair ``(x[2i], x[2i+1])`` of ``x`` ``(..., seq, d)`` by ``position * omega_i`` (chapter 3).
 
     Then ``<apply_rope(q)[t], apply_rope(k)[i]>`` depends on ``t - i`` only.
-    ``pairs="half"`` rotates ``(x[i], x[i + d/2])`` instead, as Llama does (:data:`ROPE_PAIRS`).
+    ``pairs="half"`` rotates ``(x[i], x[i + d/2])`` instead, as Hugging Face's Llama does (:data:`ROPE_PAIRS`).
     """
     _require_rope(x, positions, pairs)
     seq, d = x.shape[-2:]
@@ -193,7 +193,7 @@ class RotaryEmbedding(nn.Module):
     The cosines and sines of every position's angles, ``(max_len, d_h / 2)``, are computed
     once, in float64, and kept as buffers; a call only picks its rows and casts them to ``x``'s dtype.
     ``pairs`` chooses which features rotate together (:data:`ROPE_PAIRS`): ``"interleaved"``
-    (the paper, the default) or ``"half"`` (Llama; ``TransformerConfig(rope_pairs="half")``).
+    (the paper, the default) or ``"half"`` (Hugging Face's Llama; ``TransformerConfig(rope_pairs="half")``).
     """
 
     acts_on: ClassVar[ActsOn] = ActsOn.QUERIES_AND_KEYS

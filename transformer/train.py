@@ -1,7 +1,8 @@
 """Training with teacher forcing (chapters 7, 9 and 10).
 
 :func:`train_step` is one optimizer step of a translator; :func:`fit` repeats
-it with Adam and a short warm-up, and calls back after every step (to show a
+it with Adam and a short warm-up (:func:`warmup_factor`; the 2017 paper's schedule is
+:func:`warmup_inverse_sqrt`), and calls back after every step (to show a
 progress bar, say); :func:`translate`
 and :func:`exact_match` measure what the translator learned. The loss
 functions :func:`translation_loss`, :func:`next_token_loss` and
@@ -90,6 +91,19 @@ def train_step(model, optimizer, src: torch.Tensor, tgt: torch.Tensor, pad_id: i
 def warmup_factor(step: int, warmup: int) -> float:
     """The learning rate grows linearly over the first ``warmup`` steps, then stays: ``min(1, step / warmup)``."""
     return 1.0 if warmup <= 0 else min(1.0, step / warmup)
+
+
+def warmup_inverse_sqrt(step: int, d_model: int, warmup: int = 4000) -> float:
+    """The 2017 paper's learning rate at ``step`` (from 1): ``d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)``.
+
+    Vaswani et al., section 5.3, equation 3 (chapter 10): linear growth for ``warmup`` steps up to
+    ``(d_model * warmup)**-0.5`` at ``step == warmup``, then decay as ``1 / sqrt(step)``. All three are
+    positive ints; the result is a float. With PyTorch, set the optimizer's ``lr`` to 1 and use
+    ``LambdaLR(optimizer, lambda i: warmup_inverse_sqrt(i + 1, d_model, warmup))`` (``LambdaLR`` counts from 0).
+    """
+    for name, value in (("step", step), ("d_model", d_model), ("warmup", warmup)):
+        require_positive_int(name, value)
+    return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
 def fit(model, batches: Iterator, steps: int, loss_fn: Callable | None = None, lr: float = 1e-3,

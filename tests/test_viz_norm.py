@@ -76,6 +76,23 @@ def test_residual_stream_of_an_encoder_matches_torch(norm_first):
     torch.testing.assert_close(states[-1], ref, atol=1e-5, rtol=0)
 
 
+@pytest.mark.parametrize("norm_first", [False, True], ids=["post_norm", "pre_norm"])
+def test_residual_stream_of_attention_only_blocks_is_one_state_per_block(norm_first):
+    """Chapter 13's blocks (ffn="none") have no feed-forward: one state each, after attention, written out here."""
+    blocks = [EncoderBlock(TransformerConfig(**{**vars(cfg(norm_first)), "ffn": "none"})).eval() for _ in range(2)]
+    x = x_in(seed=5)
+    with torch.no_grad():
+        states, labels = residual_stream(blocks, x)
+        ref = [x]
+        for b in blocks:
+            z = ref[-1]
+            sa = b.self_attn(b.norm1(z)) if norm_first else b.self_attn(z)
+            ref.append(z + sa if norm_first else b.norm1(z + sa))
+    assert labels == ["input", "1: + attention", "2: + attention"]
+    for got, want in zip(states, ref, strict=True):
+        torch.testing.assert_close(got, want, atol=1e-6, rtol=0)
+
+
 def test_post_norm_stream_is_normalised_after_every_sublayer():
     ours = Encoder(cfg(False, n_layers=3)).eval()  # gamma = 1, beta = 0 at initialisation
     with torch.no_grad():

@@ -138,8 +138,8 @@ def residual_stream(blocks: EncoderBlock | Encoder | Iterable[EncoderBlock], x: 
     ``x (batch, seq, d_model)``. Returns ``states``, a list of tensors of that
     shape (the input, then the stream after each attention and each
     feed-forward sublayer, then after the final norm of an :class:`Encoder`
-    that has one), and ``labels`` naming them. The last state is what the
-    blocks return. The blocks run as they are; hooks read the stream where it
+    that has one; an attention-only block has no feed-forward state), and ``labels``
+    naming them. The last state is what the blocks return. The blocks run as they are; hooks read the stream where it
     passes: after attention it is what ``norm2`` reads (pre-norm) or what
     ``norm1`` writes (post-norm); after the feed-forward it is the block's output.
     """
@@ -147,8 +147,9 @@ def residual_stream(blocks: EncoderBlock | Encoder | Iterable[EncoderBlock], x: 
     require_rank("x", x, (3,), "(batch, seq, d_model)")
     x_in = x
     blocks, final = _encoder_blocks(blocks)
-    pre = {str(i): b.norm2 for i, b in enumerate(blocks) if b.norm_first}  # x + Attn(Norm(x)) enters norm2
-    post = {str(i): b.norm1 for i, b in enumerate(blocks) if not b.norm_first}  # Norm(x + Attn(x)) leaves norm1
+    with_ff = [b.ff is not None for b in blocks]  # an attention-only block (chapter 13): its output is the stream
+    pre = {str(i): b.norm2 for i, b in enumerate(blocks) if b.norm_first and with_ff[i]}  # x + Attn(Norm(x)) -> norm2
+    post = {str(i): b.norm1 for i, b in enumerate(blocks) if not b.norm_first and with_ff[i]}  # Norm(x + Attn(x))
     with recorded(pre, "input") as entering, recorded(post) as leaving, \
             recorded({str(i): b for i, b in enumerate(blocks)}) as out:
         for block in blocks:
@@ -156,6 +157,9 @@ def residual_stream(blocks: EncoderBlock | Encoder | Iterable[EncoderBlock], x: 
     after_attention = {**entering, **leaving}
     states, labels = [x_in], ["input"]
     for i in range(len(blocks)):
+        if not with_ff[i]:
+            states, labels = states + [out[str(i)][0]], labels + [f"{i + 1}: + attention"]
+            continue
         states += [after_attention[str(i)][0], out[str(i)][0]]
         labels += [f"{i + 1}: + attention", f"{i + 1}: + feed-forward"]
     if final is not None and not isinstance(final, nn.Identity):

@@ -30,6 +30,8 @@ import torch.nn.functional as F
 import transformer as T
 from tools.env import one_thread
 
+from .timing import interleaved
+
 FORMS = {"teaching": T.scaled_dot_product_attention, "flash": T.flash_attention,
          "torch": F.scaled_dot_product_attention}
 HEADS, D_K = 8, 64
@@ -59,7 +61,6 @@ def peak_here(form: str, t: int) -> float:
 
 def times_here(t: int) -> list[float]:
     """Median seconds of the tiled form and of PyTorch's kernel, forward, interleaved, in this process."""
-    from .bench import interleaved
 
     q, k, v = qkv(t)
     with torch.no_grad():
@@ -113,7 +114,7 @@ def small_decoder() -> T.DecoderOnly:
     return T.DecoderOnly(cfg).eval()
 
 
-def bench_kv_cache(n_new: int, interleaved) -> dict:
+def bench_kv_cache(n_new: int) -> dict:
     """Greedy generation of ``n_new`` tokens after a 16-token prefix, with and without the cache, on one thread
     (each step is small: two threads would mostly wait for each other). The first pair also checks the tokens."""
     model = small_decoder()

@@ -39,7 +39,7 @@ from grader.platforms import Found
 from grader.student_ids import name_rows, reduce_name
 from tools import nbmeta
 
-__all__ = ["SourceError", "Unreadable", "Submission", "gather", "prepare", "read_notebook", "rebuild"]
+__all__ = ["SourceError", "Unreadable", "Submission", "gather", "read_and_rebuild", "read_notebook", "rebuild"]
 
 @dataclass
 class Submission:
@@ -157,10 +157,10 @@ def _flag_shared_names(rows: list[tuple[Submission, Found]]) -> None:
                 s.note(f"{len(group)} files for {base} ({files}); each graded separately, decide which counts")
 
 
-# ------------------------------------------------------------ preparation
+# ------------------------------------------------------------ read and rebuilt
 
 
-def prepare(sub: Submission, release):
+def read_and_rebuild(sub: Submission, release):
     """The submission read and rebuilt on the release, or None with the reason noted (a superseded or unreadable
     row: None at once); never raises."""
     if sub.status != "graded":

@@ -125,35 +125,12 @@ def _page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str
     return re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + box, body, count=1) if box else body
 
 
-NO_ALT = re.compile(r"<img(?![^>]*\balt=)", re.I)  # an image without alternative text (the scan stops at its ">")
-DEFAULT_ALT = "No description has been provided for this image"  # nbconvert's words
-
-
 @functools.cache
 def _exporter():
     """nbgrader's feedback template, compiled once per process (a new exporter compiles it again: about 0.5 s)."""
-    from nbconvert.exporters import HTMLExporter, TemplateExporter
-    from nbconvert.filters.highlight import Highlight2HTML
-    from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
-    from nbgrader.preprocessors import GetGrades
     from traitlets.config import Config
 
-    class FeedbackExporter(HTMLExporter):
-        """HTMLExporter without its last pass, which parses and writes out the whole page again with BeautifulSoup
-        (half of a page's time) to give images an alternative text and make the lab template's cells focusable:
-        the feedback template is the classic one (nothing to make focusable), and the images get nbconvert's
-        alternative text here, on the text."""
-
-        def from_notebook_node(self, nb, resources=None, **kw):
-            info = nb.metadata.get("language_info", {})
-            lexer = info.get("pygments_lexer", info.get("name"))
-            resources = self._init_resources(resources)
-            self.register_filter("highlight_code", self.filters.get("highlight_code", Highlight2HTML(
-                pygments_lexer=lexer, parent=self)))
-            self.register_filter("filter_data_type", WidgetsDataTypeFilter(
-                notebook_metadata=self._nb_metadata, parent=self, resources=resources))
-            body, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
-            return NO_ALT.sub(f'<img alt="{DEFAULT_ALT}"', body), resources
+    from grader.exporter import FeedbackExporter, RunGrades
 
     nbgrader_templates = Path(__import__("nbgrader").__file__).parent / "server_extensions" / "formgrader"
     c = Config()
@@ -162,7 +139,7 @@ def _exporter():
     bootstrap = nbgrader_templates / "static" / "node_modules" / "bootstrap" / "dist" / "css"
     c.HTMLExporter.extra_template_paths = [str(bootstrap)]
     exporter = FeedbackExporter(config=c)
-    exporter.register_preprocessor(GetGrades(), enabled=True)
+    exporter.register_preprocessor(RunGrades(), enabled=True)
     return exporter
 
 

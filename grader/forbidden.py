@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from types import ModuleType
 
 from grader import limits
+from grader.hidden import Forbid, module_for
 from grader.kernel_side.routes import routes
 from grader.reading import bindings, index, literal_getattr, names_used, parse
 from tools import nbmeta
@@ -37,15 +38,6 @@ DYNAMIC_ATTRS = {"__dict__", "__globals__", "__code__", "__builtins__", "__subcl
 # Any operator or binding by name: torch's operator registry and its C bindings (also reached as F.torch._C).
 DYNAMIC_TORCH = ("torch.ops", "torch._ops", "torch._C", "torch._VF")
 _MISSING = object()
-
-
-@dataclass(frozen=True)
-class Forbid:
-    """What one exercise forbids: ``function`` is the name its hidden tests call or read, ``names`` are
-    dotted names of modules (everything in them) or callables."""
-
-    function: str
-    names: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -73,8 +65,6 @@ class Finding:
 
 def forbids(assignment: str) -> dict[str, Forbid]:
     """grade_id -> what that exercise forbids (``FORBIDS`` beside the assignment's hidden tests)."""
-    from grader.hidden import module_for
-
     return dict(getattr(module_for(assignment), "FORBIDS", {}))
 
 
@@ -192,8 +182,9 @@ def _student_cells(nb) -> list[tuple[str, str | None, str]]:
     return out + [(where, None, src) for where, src in waiting]
 
 
-def findings(nb, assignment: str, rules: dict[str, Forbid] | None = None) -> list[Finding]:
-    """What to read in the student's cells of ``nb`` (the rebuilt notebook): forbidden uses first."""
+def findings(nb, assignment: str | None = None, rules: dict[str, Forbid] | None = None) -> list[Finding]:
+    """What to read in the student's cells of ``nb`` (the rebuilt notebook): forbidden uses first. ``rules``: the
+    assignment's :func:`forbids`, when the caller has it already."""
     rules = forbids(assignment) if rules is None else rules
     for root in {n.split(".")[0] for f in rules.values() for n in f.names}:  # trusted packages: names -> objects
         importlib.import_module(root)

@@ -16,9 +16,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import collect, feedback, gradebook, hidden, limits, report, results, sandbox, workers
+from grader import collect, feedback, gradebook, limits, report, results, sandbox, workers
 from grader.bookkeeping import Book
-from grader.forbidden import findings
+from grader.forbidden import findings, forbids
 from grader.progress import Progress
 from grader.run import grade_in_sandbox
 from grader.seed import run_seed
@@ -155,8 +155,9 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
         print(exc, file=sys.stderr)
         return 2
     release = nbformat.read(release_path, as_version=4)
+    rules = forbids(assignment)  # what each exercise forbids: read statically here, watched in the kernel
     graded = [s for s in subs if s.status == "graded"]
-    ready, saved, flagged, zeroed = _read_all(graded, release, assignment, opts, seed, out / "results")
+    ready, saved, flagged, zeroed = _read_all(graded, release, rules, opts, seed, out / "results")
     jobs = max(1, min(opts.jobs or default_jobs(), len(ready) or 1))
     run_info = {"assignment": assignment, "seed": seed, "seed_from": seed_source, "timeout": timeout,
                 "budget": budget, "limits": sandbox.limits_line(), "sandboxed": not unsafe}
@@ -168,8 +169,8 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
     progress.start(len(ready))
     book = Book(out, assignment, db_url, unsafe, seed, flagged)
     try:
-        _run_all(assignment, ready, book, progress, jobs, seed=seed, timeout=timeout, budget=budget,
-                 max_points=max_points, zeroed=zeroed)
+        _run_all(assignment, ready, book, progress, jobs, {g: tuple(f.names) for g, f in rules.items()}, seed=seed,
+                 timeout=timeout, budget=budget, max_points=max_points, zeroed=zeroed)
     finally:
         progress.close()
     run_info.update(graded_s=round(progress.elapsed(), 1), estimate_error=progress.estimate_errors())
@@ -197,7 +198,7 @@ def _cell_timeout() -> int:
     return int(PyFileConfigLoader("nbgrader_config.py", path=str(ROOT)).load_config().Execute.timeout)
 
 
-def _read_all(subs: list, release, assignment: str, opts: Options, seed: int, saved_in: Path):
+def _read_all(subs: list, release, rules: dict, opts: Options, seed: int, saved_in: Path):
     """Step 1 for every submission: (submission, rebuilt notebook text) of those to grade now, (submission, saved
     result) of those whose result is reused (``--only``, ``--resume``), their flags, and (``--forbidden zero``) the
     exercises their flags score 0."""
@@ -205,7 +206,7 @@ def _read_all(subs: list, release, assignment: str, opts: Options, seed: int, sa
 
     ready, saved, flagged, zeroed = [], [], {}, {}
     for sub in subs:
-        if (rebuilt := collect.prepare(sub, release)) is None:
+        if (rebuilt := collect.read_and_rebuild(sub, release)) is None:
             continue
         reuse = None
         if opts.resume or (opts.only and sub.student not in opts.only):
@@ -215,7 +216,7 @@ def _read_all(subs: list, release, assignment: str, opts: Options, seed: int, sa
             continue
         if opts.only and sub.student not in opts.only:
             sub.note("graded again with --only: its file changed since the last run, or it had no saved result")
-        found = findings(rebuilt, assignment)  # never raises: what it cannot read is a finding of its own
+        found = findings(rebuilt, rules=rules)  # never raises: what it cannot read is a finding of its own
         flagged[sub.student] = [f.text for f in found]
         zeroed[sub.student] = _to_zero(found) if opts.forbidden == "zero" else {}
         ready.append((sub, nbformat.writes(rebuilt)))
@@ -231,10 +232,10 @@ def _to_zero(found: list) -> dict[str, list[str]]:
     return out
 
 
-def _run_all(assignment: str, ready: list, book: Book, progress: Progress, jobs: int, zeroed: dict,
+def _run_all(assignment: str, ready: list, book: Book, progress: Progress, jobs: int, watch: dict, zeroed: dict,
              **settings) -> None:
-    """Step 2 for every read submission on ``jobs`` workers, each result recorded as it arrives."""
-    watch = {gid: tuple(f.names) for gid, f in getattr(hidden.module_for(assignment), "FORBIDS", {}).items()}
+    """Step 2 for every read submission on ``jobs`` workers, each result recorded as it arrives (``watch``: grade_id ->
+    the forbidden names the kernel watches while that exercise is probed)."""
     by_key = {i: sub for i, (sub, _) in enumerate(ready)}
     jobs_list = [(i, {"assignment": assignment, "text": text, "watch": watch, "zero": zeroed[sub.student],
                       **settings}) for i, (sub, text) in enumerate(ready)]

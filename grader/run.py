@@ -26,7 +26,7 @@ import nbformat
 from grader import hidden, limits, replies, verdicts
 from grader.kernel import OVERSIZED, Kernel
 from grader.kernel_side import plain
-from grader.sandbox import HOME, KERNEL_SIDE  # shipped whole into every sandbox
+from grader.sandbox import HOME
 from tools import nbmeta
 from tools.paths import ROOT
 
@@ -71,8 +71,8 @@ def _in_kernel(source: str, **names) -> str:
 
 
 def setup_code(box: Path, read_roots: tuple) -> str:
-    """Runs before the student's first cell: the kernel-side modules on the path, the monitor installed."""
-    source = (f"import sys\nsys.path.insert(0, {str(KERNEL_SIDE.parent)!r})\nfrom kernel_side import monitor\n"
+    """Runs before the student's first cell: the monitor installed."""
+    source = (f"from kernel_side import monitor\n"  # importable: the sandbox's PYTHONPATH (grader/sandbox.py)
               f"monitor.install({str(box)!r}, {tuple(read_roots)!r}, {str(ROOT)!r}, {HOME!r}, "
               f"{limits.MAX_KERNEL_EVENTS!r})")
     return _in_kernel(source)

@@ -97,7 +97,8 @@ def environment(home: str = HOME) -> dict[str, str]:
     """The kernel's whole environment: nothing of the grader's own."""
     return {"HOME": home, "IPYTHONDIR": f"{home}/.ipython", "MPLCONFIGDIR": f"{home}/.matplotlib",
             "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONHASHSEED": "0",
-            "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1"}
+            "OMP_NUM_THREADS": "1", "MPLBACKEND": "Agg", "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONPATH": str(KERNEL_SIDE.parent)}  # the kernel side's modules: ``from kernel_side import monitor``
 
 
 def command(box: Path, sock: Path, inner: list[str], limits: Limits) -> list[str]:

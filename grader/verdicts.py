@@ -58,10 +58,3 @@ def judge_cell(cases: list[hidden.Case], problems: list[str | None], max_points:
     passed = len(scored) - len(failures)
     return Verdict(max_points if scored and not failures else 0.0, max_points, passed, len(scored), failures,
                    reported)
-
-
-def judge_replies(cases: list[hidden.Case], replies: list, max_points: float) -> Verdict:
-    """:func:`judge_cell` for replies given as (kind, value) pairs; a missing one counts as no reply."""
-    replies = list(replies)[: len(cases)]
-    replies += [("missing", "no reply")] * (len(cases) - len(replies))
-    return judge_cell(cases, [problem_of(c, k, r) for c, (k, r) in zip(cases, replies, strict=True)], max_points)

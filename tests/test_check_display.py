@@ -51,7 +51,7 @@ def test_an_error_in_the_students_code_keeps_its_traceback(shell):
     last = text.rstrip().splitlines()[-1].strip()
     assert last == "fix the error above, then run this cell again"  # ... then the message
     assert "raised NameError" in text
-    assert "core.py" not in text and "checks/ch07.py" not in text  # and none of the checker's frames
+    assert "core.py" not in text and "checks/a07.py" not in text  # and none of the checker's frames
 
 
 def test_other_errors_keep_ipythons_full_traceback(shell):

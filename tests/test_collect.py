@@ -59,5 +59,5 @@ def test_a_row_not_to_be_graded_is_never_read(tmp_path):
     [sub] = collect.gather(tmp_path, A)
     calls = []
     sub.reader = lambda: calls.append(1) or b"{}"
-    assert collect.prepare(sub, release=None) is None
+    assert collect.read_and_rebuild(sub, release=None) is None
     assert calls == [] and sub.problems == ["a symbolic link: not read"]

@@ -20,7 +20,7 @@ import pytest
 from grader import hidden
 from grader.kernel_side import plain, probes
 from grader.replies import read_reply
-from grader.verdicts import judge_replies, problem_of
+from grader.verdicts import judge_cell, problem_of
 from tools.nbmeta import grade_id, is_graded, is_solution
 from transformer import checks
 
@@ -102,6 +102,14 @@ def ask(assignment: str, cell: str, answer: str, tmp_path) -> tuple[list, list]:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     return cases, replies
+
+
+def judge_replies(cases: list, replies: list, max_points: float):
+    """The grader's verdict (:func:`grader.verdicts.judge_cell`) for replies given as (kind, value) pairs, as
+    ``grader/run.py`` judges them one by one; a missing one counts as no reply."""
+    replies = list(replies)[: len(cases)]
+    replies += [("missing", "no reply")] * (len(cases) - len(replies))
+    return judge_cell(cases, [problem_of(c, k, r) for c, (k, r) in zip(cases, replies, strict=True)], max_points)
 
 
 def verdict(assignment: str, cell: str, answer: str, tmp_path):
@@ -318,7 +326,7 @@ def test_every_grade_cell_has_hidden_tests():
         nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
         graded = [grade_id(c) for c in nb.cells if is_graded(c)]
         module = hidden.module_for(assignment)
-        assert module.GRADED == graded, assignment
+        assert list(hidden.cases(assignment, SEED)) == graded, assignment
         assert module.ASSIGNMENT == assignment
 
 

@@ -1,7 +1,9 @@
-"""Hidden tests, decided by the grader: one module per assignment (``a04.py`` for assignment 04).
+"""Hidden tests, decided by the grader: one module per assignment (``a04.py`` for assignment 04). (Hidden as in
+not shown to the student; ``DecoderOnly.hidden`` in the package is a model's last hidden states, another thing.)
 
 A hidden test never runs its verdict inside the student's kernel. Each grade cell of an assignment
-has a function in its module, named after the cell's ``grade_id``, that takes the run's secret
+(a row of the map of exercises, ``tools/exercises.py``) has a function in its module, named after the cell's
+``grade_id``, that takes the run's secret
 ``seed`` and yields :class:`Case` s:
 
 - ``what``: what is tested, in words (the feedback page shows it when the case fails);
@@ -32,11 +34,23 @@ from typing import Callable, Iterator
 
 import torch
 
+from tools import exercises
+
 
 @dataclass
 class Request:
     probe: str
     inputs: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Forbid:
+    """What one exercise's text forbids (its **Do not use:** line), ``FORBIDS[grade_id]`` in its module: ``function``
+    is the name its hidden tests call or read, ``names`` are dotted names of modules (everything in them) or
+    callables (``grader/forbidden.py`` reads the submissions for them)."""
+
+    function: str
+    names: tuple[str, ...]
 
 
 @dataclass
@@ -95,9 +109,10 @@ def module_for(assignment: str):
 
 
 def cases(assignment: str, seed: int) -> dict[str, list[Case]]:
-    """grade_id -> the cases of that grade cell, in order, for the run's ``seed``."""
+    """grade_id -> the cases of that grade cell, in order, for the run's ``seed`` (the grade cells as the map of
+    exercises lists them, ``tools/exercises.py``)."""
     mod = module_for(assignment)
-    return {gid: list(getattr(mod, gid)(seed)) for gid in mod.GRADED}
+    return {gid: list(getattr(mod, gid)(seed)) for gid in exercises.graded(assignment)}
 
 
 def all_cases(assignment: str, seed: int) -> Iterator[tuple[str, Case]]:

@@ -10,13 +10,11 @@ from __future__ import annotations
 
 import torch
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, generator, reads
+from grader.hidden import Case, Forbid, Request, calls, generator, reads
 from grader.hidden.judge import as_int, called_again, describe, each_call, entry, fields, kept_inputs
 from transformer.checks.answers import count_differences, counts_form
 
 ASSIGNMENT = "01_tokenization"
-GRADED = ["ex1_tokens_by_hand", "ex2_count_pairs", "ex3_merge_pair", "ex4_word_tokenizer"]
 FIXED = {"ex1_tokens_by_hand"}  # ids and text worked by hand on the exercise's vocabulary
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex2_count_pairs": Forbid("count_pairs", ("transformer.count_pairs",)),

@@ -14,12 +14,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, generator, reads, rng
+from grader.hidden import Case, Forbid, Request, calls, generator, reads, rng
 from grader.hidden.judge import describe, fields, returns, tensor
 
 ASSIGNMENT = "02_embeddings"
-GRADED = ["ex1_one_hot_by_hand", "ex2_rms_scales", "ex3_embed_one_hot", "ex4_embedding_module"]
 FIXED = {"ex1_one_hot_by_hand", "ex2_rms_scales"}  # worked by hand on the exercise's matrix and the lectures' sizes
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex4_embedding_module": Forbid("Embedding", ("transformer",)),

@@ -13,12 +13,10 @@ import math
 import numpy as np
 import torch
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, generator, reads
+from grader.hidden import Case, Forbid, Request, calls, generator, reads
 from grader.hidden.judge import describe, fields, items, numbers, tensor
 
 ASSIGNMENT = "03_positional_encodings"
-GRADED = ["ex1_table_entries", "ex2_shift_matrix", "ex3_rope", "ex4_relative_bias_softmax", "ex5_sinusoidal_module"]
 FIXED = {"ex1_table_entries"}  # four entries of the exercise's d_model = 5 table, worked by hand
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex1_table_entries": Forbid("entries", ("transformer",)),

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import torch
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, generator, reads
+from grader.hidden import Case, Forbid, Request, calls, generator, reads
 from grader.hidden.judge import as_int, describe, entry, fields, returns, shape, tensor
 
 ASSIGNMENT = "05_multi_head_attention"
-GRADED = ["ex1_head_arithmetic", "ex2_split_heads", "ex3_merge_heads", "ex4_multihead_attention"]
 FIXED = {"ex1_head_arithmetic"}  # BERT-base's sizes, worked by hand
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex2_split_heads": Forbid("split_heads", ("transformer",)),
@@ -26,7 +24,6 @@ FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; test
         "transformer",
     )),
 }
-TOL = {"atol": 1e-5, "rtol": 1e-4}
 PROJECTIONS = ("w_q", "w_k", "w_v", "w_o")
 
 
@@ -121,7 +118,7 @@ def _mha_judge(ref: torch.Tensor):
         if out is None:
             return ("no output: expected w_q, w_k, w_v and w_o, four nn.Linear(d_model, d_model) with a bias (the "
                     "test copies PyTorch's weights into them)")
-        return tensor(out, ref, dims=["batch", "T_q", "d_model"], **TOL)
+        return tensor(out, ref, dims=["batch", "T_q", "d_model"])
     return judge
 
 

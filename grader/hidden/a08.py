@@ -9,12 +9,10 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, fill, generator, reads
+from grader.hidden import Case, Forbid, Request, calls, fill, generator, reads
 from grader.hidden.judge import describe, entry, fields, returns, shape, tensor
 
 ASSIGNMENT = "08_cross_attention"
-GRADED = ["ex1_cross_shapes", "ex2_cross_attention", "ex3_decoder_block"]
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex2_cross_attention": Forbid("cross_attention", (
         "torch.nn.functional.scaled_dot_product_attention",
@@ -23,7 +21,6 @@ FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; test
     "ex3_decoder_block": Forbid("DecoderBlock", ("torch.nn.TransformerDecoderLayer", "transformer")),
 }
 FIXED = {"ex1_cross_shapes"}  # the exercise's example, worked by hand
-TOL = {"atol": 1e-5, "rtol": 1e-4}
 
 
 # ----------------------------------------------------------------- exercise 1: shapes by hand
@@ -74,10 +71,10 @@ def ex2_cross_attention(seed: int):
         dims = ["batch", "T_d", "d_v"]
         sizes = f"batch {b}, T_d {td}, T_e {te}, d_model {d}, d_k {dk}, d_v {dv}"
         yield Case(f"cross_attention with {sizes}, no mask", calls("cross_attention", x, mem, wq, wk, wv),
-                   returns(F.scaled_dot_product_attention(x @ wq, mem @ wk, mem @ wv), dims, **TOL))
+                   returns(F.scaled_dot_product_attention(x @ wq, mem @ wk, mem @ wv), dims))
         yield Case(f"cross_attention with {sizes} and a source padding mask (batch, 1, T_e)",
                    calls("cross_attention", x, mem, wq, wk, wv, mask),
-                   returns(F.scaled_dot_product_attention(x @ wq, mem @ wk, mem @ wv, attn_mask=mask), dims, **TOL))
+                   returns(F.scaled_dot_product_attention(x @ wq, mem @ wk, mem @ wv, attn_mask=mask), dims))
 
 
 # ----------------------------------------------------------------- exercise 3: the decoder block
@@ -89,7 +86,7 @@ def _block_judge(ref):
         if loaded is not True:
             return ("could not copy the weights of nn.TransformerDecoderLayer into your block: DecoderBlock(d_model, "
                     "n_heads, d_ff) must be an nn.Module with the sublayers of __init__ as given")
-        return tensor(out, ref, dims=["batch", "T_d", "d_model"], **TOL)
+        return tensor(out, ref, dims=["batch", "T_d", "d_model"])
     return judge
 
 

@@ -6,6 +6,12 @@ prefix list (a function that changed the caller's prefix answers it wrongly) and
 logits depend on how often it was called (a loop that calls it twice per token gets other ids). What only the
 kernel can see (the prefix after the call, the sequences next_logits was called with, a head's parameters and
 initial scale) is reported beside them.
+
+Exercise 4 (references: the logits and one SGD step computed here with autograd) scores the logits, the embedding's
+gradient and the matrices after one SGD step; the size of the logits of the untied head as built (its random initial
+entries, about 1/sqrt(d_model), give logits of a size the grader computes from h); the tensors of the tied head's
+state dict after the step (each the embedding's matrix). Reported beside them: whether self.weight is a registered
+Parameter, its initial scale, and whether the tied head holds the embedding's own Parameter and nothing else.
 """
 
 from __future__ import annotations
@@ -16,13 +22,22 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, generator, reads
-from grader.hidden.a09_head import ex4_tied_output_head  # noqa: F401 - exercise 4 lives beside this module
-from grader.hidden.judge import describe, entry, fields, number, numbers, tensor, unchanged, whole_numbers
+from grader.hidden import Case, Forbid, Request, generator, reads, rng
+from grader.hidden.judge import (
+    ATOL,
+    RTOL,
+    describe,
+    entry,
+    fields,
+    kept,
+    named_shape,
+    number,
+    numbers,
+    tensor,
+    token_ids,
+)
 
 ASSIGNMENT = "09_output_head"
-GRADED = ["ex1_output_by_hand", "ex2_masked_cross_entropy", "ex3_greedy_decoding", "ex4_tied_output_head"]
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex1_output_by_hand": Forbid("hand", (
         "torch.softmax",
@@ -38,7 +53,6 @@ FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; test
     "ex4_tied_output_head": Forbid("OutputHead", ("transformer.OutputHead",)),
 }
 FIXED = {"ex1_output_by_hand"}  # worked by hand on the exercise's four logits
-TOL = {"atol": 1e-5, "rtol": 1e-4}
 GREEDY = ("out", "args", "seen", "again")
 
 
@@ -94,7 +108,7 @@ def _scalar(got: torch.Tensor, want: float, name: str) -> str | None:
     value = float(got.reshape(-1)[0])
     if not math.isfinite(value):
         return f"{name} is NaN or infinite"
-    if abs(value - want) > TOL["atol"] + TOL["rtol"] * abs(want):
+    if abs(value - want) > ATOL + RTOL * abs(want):
         return f"{name} is wrong (tolerance: atol=1e-5, rtol=1e-4)"
     return None
 
@@ -112,18 +126,10 @@ def _loss_judge(ref, grad):
         if got_grad is None:
             return ("the value is right, but loss.backward() gives the logits no gradient: return a tensor connected "
                     "to logits (no .item(), float() or torch.tensor(...) around the result)")
-        problem = tensor(got_grad, grad, dims=["batch", "T", "vocab"], **TOL)
+        problem = tensor(got_grad, grad, dims=["batch", "T", "vocab"])
         if problem:
             return f"the gradient of the loss with respect to the logits is wrong: {problem}"
         return None
-    return judge
-
-
-def _kept_judge(before, names, keys):
-    """The inputs after the call, ``reply["args"]`` of a reply with the fields ``keys`` (only the kernel sees them,
-    so the case is reported, not scored): unchanged."""
-    def judge(reply):
-        return unchanged(before, fields(reply, *keys)[keys.index("args")], names)
     return judge
 
 
@@ -143,16 +149,22 @@ def ex2_masked_cross_entropy(seed: int):
         yield Case(f"{what}: the loss, a 0-dimensional tensor, and its gradient through loss.backward()", request,
                    _loss_judge(ref.detach(), x.grad.clone()))
         yield Case(f"{what}: logits and labels unchanged", request,
-                   _kept_judge([logits, labels], ["logits", "labels"], ("out", "grad", "args")), scored=False)
+                   kept([logits, labels], ["logits", "labels"], ("out", "grad", "args")), scored=False)
 
 
 # ----------------------------------------------------------------- exercise 3: greedy decoding
 
 
+def _ids(out, expected):
+    problem = token_ids(out, expected)
+    return ("the wrong number of ids for the prefix followed by the greedy tokens (up to and including eos_id, at "
+            "most max_new_tokens of them)") if problem == "the wrong number of ids" else problem
+
+
 def _greedy_judge(expected):
     def judge(reply):
         out, _args, _seen, _again = fields(reply, *GREEDY)
-        return _ids_problem(out, expected)
+        return _ids(out, expected)
     return judge
 
 
@@ -161,23 +173,10 @@ def _again_judge(expected):
     prefix starts from another one)."""
     def judge(reply):
         _out, _args, _seen, again = fields(reply, *GREEDY)
-        problem = _ids_problem(again, expected)
+        problem = _ids(again, expected)
         return (f"a second call with the same prefix list: {problem} (does the function change the prefix it was "
                 "given? copy it first: ids = list(prefix))") if problem else None
     return judge
-
-
-def _ids_problem(out, expected):
-    """``out`` must be the ids ``expected``."""
-    got = whole_numbers(out)
-    if got is None:
-        return f"expected a list of token ids (ints), got {describe(out)}"
-    if len(got) != len(expected):
-        return ("the wrong number of ids for the prefix followed by the greedy "
-                "tokens (up to and including eos_id, at most max_new_tokens of them)")
-    if got != list(expected):
-        return "ids are wrong (exact)"
-    return None
 
 
 def _calls_judge(expected, prefix):
@@ -254,7 +253,7 @@ def ex3_greedy_decoding(seed: int):
             yield Case(f"{what}: called a second time with the very same prefix list, the same ids", request,
                        _again_judge(expected))
         yield Case(f"{what}: the prefix list it was given unchanged", request,
-                   _kept_judge([list(prefix)], ["prefix"], GREEDY), scored=False)
+                   kept([list(prefix)], ["prefix"], GREEDY), scored=False)
         yield Case(f"{what}: next_logits called once per new token, with the whole sequence so far", request,
                    _calls_judge(expected, list(prefix)), scored=False)
     v, n_prefix, max_new = 12, 2, 6
@@ -268,3 +267,147 @@ def ex3_greedy_decoding(seed: int):
                "that calls it more often gets other logits)", request, _greedy_judge(expected))
     yield Case(f"{what}: next_logits called once per new token, with the whole sequence so far", request,
                _calls_judge(expected, list(prefix)), scored=False)
+
+
+# ----------------------------------------------------------------- exercise 4: the output head
+
+UNTIED = ("parameter", "registered", "init", "fresh", "logits", "after")
+TIED = ("logits", "grad", "after", "state", "same", "own", "count")
+
+
+def _one_step(h, W):
+    """The gradient of mean logsumexp(h W^T) with respect to W, and W after one SGD step (lr 0.1)."""
+    w = W.clone().requires_grad_(True)
+    (h @ w.T).logsumexp(dim=-1).mean().backward()
+    return w.grad.clone(), (W - 0.1 * w.grad).detach()
+
+
+def _untied_judge(h, W):
+    logits = h @ W.T
+    _, after = _one_step(h, W)
+
+    def judge(reply):
+        *_, got_logits, got_after = fields(reply, *UNTIED)
+        if got_logits is None:
+            return ("expected the output matrix in self.weight, a (vocab_size, d_model) tensor of an nn.Module, "
+                    "to copy a matrix into")
+        problem = tensor(got_logits, logits, dims=["batch", "seq", "vocab_size"])
+        if problem:
+            return f"the logits h W^T, with a matrix copied into self.weight: {problem}"
+        problem = tensor(got_after, after, dims=["vocab_size", "d_model"])
+        if problem:
+            return f"one SGD step on head.parameters() did not train self.weight as it should: {problem}"
+        return None
+    return judge
+
+
+def _fresh_judge(h, v):
+    """Scored: the head as built gives logits of the size that random entries of about 1/sqrt(d_model) give on ``h``:
+    their root mean square between 0.4 and 2.5 times sqrt(mean |h_row|^2 / d_model), the grader's own number (entries
+    drawn uniformly, as nn.Linear draws them, give about 0.58 times; entries of size 1, sqrt(d_model) times). Asked
+    for d_model >= 32 only, where 15 rows of h measure it well."""
+    d = h.shape[-1]
+    want = math.sqrt(float(h.double().pow(2).sum(-1).mean()) / d)
+    dims = ["batch", "seq", "vocab_size"]
+
+    def judge(reply):
+        *_, fresh, _logits, _after = fields(reply, *UNTIED)
+        if fresh is None:
+            return ("expected the output matrix in self.weight, a (vocab_size, d_model) tensor of an nn.Module, "
+                    "to copy a matrix into")
+        if not isinstance(fresh, torch.Tensor) or not fresh.is_floating_point():
+            return f"the logits of the head as built: expected a float tensor, got {describe(fresh)}"
+        if tuple(fresh.shape) != (*h.shape[:-1], v):
+            return f"the logits of the head as built: expected shape {named_shape((*h.shape[:-1], v), dims)}"
+        rms = float(fresh.double().pow(2).mean().sqrt())
+        if not math.isfinite(rms):
+            return "the logits of the head as built are NaN or infinite"
+        if not 0.4 * want <= rms <= 2.5 * want:
+            return ("the head as built gives logits of the wrong size: self.weight should start with random entries "
+                    "of size about 1/sqrt(d_model)")
+        return None
+    return judge
+
+
+def _untied_parts_judge(d, v):
+    """What only the kernel sees of the untied head: a registered Parameter, of size about 1/sqrt(d_model)."""
+    def judge(reply):
+        parameter, registered, init, *_ = fields(reply, *UNTIED)
+        if init is None:
+            return f"expected the output matrix in self.weight, a tensor of shape (vocab_size={v}, d_model={d})"
+        if parameter is not True or registered is not True:
+            return "self.weight is not a registered parameter: wrap the tensor in torch.nn.Parameter(...)"
+        rms = float(init.double().pow(2).mean().sqrt()) if isinstance(init, torch.Tensor) else math.nan
+        if not math.isfinite(rms) or not 0.5 / math.sqrt(d) <= rms <= 2 / math.sqrt(d):
+            return "self.weight does not start with random entries of size about 1/sqrt(d_model)"
+        return None
+    return judge
+
+
+def _tied_judge(h, E):
+    logits = h @ E.T
+    grad, after = _one_step(h, E)
+    dims = ["vocab_size", "d_model"]
+
+    def judge(reply):
+        got_logits, got_grad, got_after, state, *_ = fields(reply, *TIED)
+        if got_logits is None:
+            return "OutputHead(d_model, vocab_size, embedding) should be an nn.Module"
+        problem = tensor(got_logits, logits, dims=["batch", "seq", "vocab_size"])
+        if problem:
+            return f"the logits h E^T: {problem}"
+        if got_grad is None:
+            return "a backward pass through the tied head gives the embedding's matrix no gradient"
+        problem = tensor(got_grad, grad, dims=dims)
+        if problem:
+            return f"the gradient of the embedding's matrix through the head: {problem}"
+        problem = tensor(got_after, after, dims=dims)
+        if problem:
+            return f"one SGD step through the tied head did not move the embedding as it should: {problem}"
+        if not isinstance(state, list) or not state:
+            return "the tied head's state dict should hold the embedding's matrix, and it holds no tensor"
+        if any(tensor(t, after, dims=dims) for t in state):
+            return ("after the step, the tied head's state dict holds a tensor that is not the embedding's matrix: "
+                    "a tied head keeps no parameters of its own")
+        return None
+    return judge
+
+
+def _tied_parts_judge(d, v):
+    """What only the kernel sees of the tied head: the embedding's own Parameter, and no parameters besides."""
+    def judge(reply):
+        *_, same, own, count = fields(reply, *TIED)
+        if same is not True:
+            return ("self.weight is not the embedding's own Parameter: a tied head must use embedding.weight "
+                    "itself, not a copy, a transpose or a new Parameter")
+        if own != 0:
+            return "the tied head has parameters of its own; it needs none"
+        if count != v * d:
+            return "the embedding and the tied head together should hold one (vocab_size, d_model) matrix"
+        return None
+    return judge
+
+
+def ex4_tied_output_head(seed: int):
+    g, r = generator(seed, "ex4_tied_output_head"), rng(seed, "ex4_tied_output_head")
+    for d, v in [(8, 8), (32, 100), (64, 1000)]:
+        h = torch.randn(3, 5, d, generator=g)
+        W = torch.randn(v, d, generator=g) / math.sqrt(d)
+        E = torch.randn(v, d, generator=g)
+        untied = Request("a09.untied_head", {"d_model": d, "vocab_size": v, "h": h, "W": W,
+                                             "seed": r.randrange(2**31)})
+        tied = Request("a09.tied_head", {"d_model": d, "vocab_size": v, "h": h, "E": E})
+        yield Case(f"OutputHead({d}, {v}) untied: logits h W^T for a matrix W copied into self.weight "
+                   f"(vocab_size, d_model), and one SGD step on head.parameters() trains it", untied,
+                   _untied_judge(h, W))
+        if d >= 32:
+            yield Case(f"OutputHead({d}, {v}) untied, as built: its logits on random h of shape (3, 5, {d}) of the "
+                       f"size that random entries of about 1/sqrt(d_model) give (root mean square between 0.4 and 2.5 "
+                       f"times that)", untied, _fresh_judge(h, v))
+        yield Case(f"OutputHead({d}, {v}) untied: self.weight a registered Parameter of random entries of size about "
+                   f"1/sqrt(d_model)", untied, _untied_parts_judge(d, v), scored=False)
+        yield Case(f"OutputHead({d}, {v}, embedding) tied: logits h E^T, and one SGD step on head.parameters() "
+                   f"moves the embedding by its gradient; after it, every tensor of the head's state dict is the "
+                   f"embedding's matrix (no matrix of its own)", tied, _tied_judge(h, E))
+        yield Case(f"OutputHead({d}, {v}, embedding) tied: self.weight is embedding.weight, no parameters of its own",
+                   tied, _tied_parts_judge(d, v), scored=False)

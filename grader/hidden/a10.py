@@ -15,14 +15,12 @@ import warnings
 import torch
 import torch.nn.functional as F
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, fill, generator, reads, rng
+from grader.hidden import Case, Forbid, Request, fill, generator, reads, rng
 from grader.hidden.judge import as_number, describe, entry, fields, items, tensor, unchanged
 from transformer import Decoder, Encoder, EncoderDecoder, TransformerConfig
 from transformer.interop import copy_transformer
 
 ASSIGNMENT = "10_whole_transformer"
-GRADED = ["ex1_parameter_count", "ex2_train_step", "ex3_translator"]
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex2_train_step": Forbid("train_step", ("transformer.train",)),
 }
@@ -72,7 +70,7 @@ def _step_judge(losses, params):
             if abs(loss - want) >= 1e-5:
                 return f"{step}: the loss is wrong (tolerance: atol=1e-5)"
         for name, got_p, want in zip(params, fields(got_params, *params), params.values(), strict=True):
-            problem = tensor(got_p, want, atol=1e-5, rtol=1e-4)
+            problem = tensor(got_p, want)
             if problem:
                 return f"the parameters after {len(losses)} steps, {name}: {problem}"
         return None
@@ -139,7 +137,7 @@ def _named_judge(refs: dict, dims: dict):
     """Scored: each part, called by its name, gives the grader's own reference."""
     def judge(reply):
         for name, got in zip(NAMED, fields(reply, *NAMED), strict=True):
-            problem = tensor(got, refs[name], atol=1e-5, rtol=1e-4, dims=dims[name])
+            problem = tensor(got, refs[name], dims=dims[name])
             if problem:
                 return f"self.{name}: {problem}"
         return None

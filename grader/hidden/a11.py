@@ -1,5 +1,5 @@
 """Hidden tests of assignment 11, GPT, BERT and ViT (references: the package's sampling filters, PyTorch's
-F.unfold, the masks of chapter 7, and the masking rule measured by transformer.checks.ch11.masking_problems).
+F.unfold, the masks of chapter 7, and the masking rule measured by transformer.checks.a11.masking_problems).
 
 Every input comes from the run's seed. Masking is judged on the tokens and labels the grader reads, of a first call
 and of a second call on the very same ids tensor (a function that changed its ids answers it wrongly). Whether the
@@ -13,14 +13,12 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from grader.forbidden import Forbid
-from grader.hidden import Case, Request, calls, generator, rng
+from grader.hidden import Case, Forbid, Request, calls, generator, rng
 from grader.hidden.judge import describe, fields, returns, tensor, unchanged
-from transformer.checks.ch11 import family_mask, masking_inputs, masking_problems
+from transformer.checks.a11 import family_mask, masking_inputs, masking_problems
 from transformer.sampling import sampling_distribution, top_k_filter
 
 ASSIGNMENT = "11_gpt_bert_vit"
-GRADED = ["ex1_top_k_filter", "ex2_top_p_probs", "ex3_mask_tokens", "ex4_patchify", "ex5_family_mask"]
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
     "ex1_top_k_filter": Forbid("top_k_filter", ("transformer.top_k_filter",)),
     "ex2_top_p_probs": Forbid("top_p_probs", ("transformer.top_p_filter", "transformer.sampling_distribution")),

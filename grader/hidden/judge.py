@@ -153,6 +153,24 @@ def unchanged(before: list, after: list, names: list[str]) -> str | None:
     return None
 
 
+def kept(before: list, names: list[str], keys: tuple[str, ...]):
+    """An unscored judge: ``reply["args"]`` of a reply with the fields ``keys`` (the inputs after the call, which only
+    the kernel sees) must be ``before`` (see :func:`unchanged`)."""
+    def judge(reply):
+        return unchanged(before, fields(reply, *keys)[keys.index("args")], names)
+    return judge
+
+
+def token_ids(got, expected: list[int]) -> str | None:
+    """``got`` must be the token ids ``expected``, exactly."""
+    found = whole_numbers(got)
+    if found is None:
+        return f"expected a list of token ids (ints), got {describe(got)}"
+    if len(found) != len(expected):
+        return "the wrong number of ids"
+    return None if found == list(expected) else "ids are wrong (exact)"
+
+
 def returns(ref: torch.Tensor, dims=None, **kw):
     """A judge for :func:`grader.hidden.calls`: the result ``reply["out"]`` must match ``ref`` (see :func:`tensor`).
 

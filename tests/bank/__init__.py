@@ -1,12 +1,13 @@
 """A bank of realistic wrong answers, one module per assignment (``a04.py`` for assignment 04).
 
-Each module defines ``ASSIGNMENT`` (the assignment id), ``WRONG`` and ``CHECKS``:
+Each module defines ``ASSIGNMENT`` (the assignment id) and ``WRONG``:
 
 - ``WRONG[answer_cell] = [(mistake, source, hint_fragment or None), ...]``: every visible check
   must reject each wrong answer; where the mistake is a known one, the feedback must name it
   (contain ``hint_fragment``).
 - ``CHECKS[answer_cell] = (check_function_name, variable_name)``: the check in
-  :mod:`transformer.checks` that judges the cell, and the name the cell defines.
+  :mod:`transformer.checks` that judges the cell, and the name the cell defines, read from the map of exercises
+  (``tools/exercises.py``).
 - ``EXPECTED[answer_cell] = [numbers]`` (optional): a hand-computed answer that no feedback may show.
 - ``RIGHT[answer_cell] = [(what, source), ...]`` (optional): correct answers other than the solution's
   (numbers of another kind, another dtype, inputs changed in place where that is allowed); the visible
@@ -21,6 +22,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from tools import exercises
+
 WRONG: dict[str, dict] = {}
 CHECKS: dict[str, dict] = {}
 EXPECTED: dict[str, dict] = {}
@@ -31,7 +34,7 @@ for _info in pkgutil.iter_modules(__path__):
     if _info.name.startswith("a"):
         _mod = importlib.import_module(f"{__name__}.{_info.name}")
         WRONG[_mod.ASSIGNMENT] = _mod.WRONG
-        CHECKS[_mod.ASSIGNMENT] = _mod.CHECKS
+        CHECKS[_mod.ASSIGNMENT] = exercises.checks(_mod.ASSIGNMENT)
         EXPECTED[_mod.ASSIGNMENT] = getattr(_mod, "EXPECTED", {})
         RIGHT[_mod.ASSIGNMENT] = getattr(_mod, "RIGHT", {})
         KEEPS_INPUTS[_mod.ASSIGNMENT] = getattr(_mod, "KEEPS_INPUTS", {})

@@ -101,12 +101,6 @@ WRONG = {
     ],
 }
 
-CHECKS = {
-    "ex1_answer": ("check_recurrence_by_hand", "answers"),
-    "ex2_answer": ("check_attend", "attend"),
-    "ex3_answer": ("check_elman_rnn", "ElmanRNN"),
-}
-
 RIGHT = {
     "ex1_answer": [
         ("numpy numbers",

@@ -160,13 +160,6 @@ WRONG = {
     ],
 }
 
-CHECKS = {
-    "ex1_answer": ("check_tokens_by_hand", "answers"),
-    "ex2_answer": ("check_count_pairs", "count_pairs"),
-    "ex3_answer": ("check_merge_pair", "merge_pair"),
-    "ex4_answer": ("check_word_tokenizer", "WordLevelTokenizer"),
-}
-
 RIGHT = {
     "ex1_answer": [
         ("numpy ids", "import numpy as np\n"

@@ -78,9 +78,3 @@ WRONG = {
     ],
 }
 
-CHECKS = {
-    "ex1_answer": ("check_one_hot_by_hand", "X"),
-    "ex2_answer": ("check_rms_scales", "scales"),
-    "ex3_answer": ("check_embed_one_hot", "embed_one_hot"),
-    "ex4_answer": ("check_embedding_module", "Embedding"),
-}

@@ -139,14 +139,6 @@ WRONG = {
     ],
 }
 
-CHECKS = {
-    "ex1_answer": ("check_table_entries", "entries"),
-    "ex2_answer": ("check_shift_matrix", "shift_matrix"),
-    "ex3_answer": ("check_rope", "rope"),
-    "ex4_answer": ("check_relative_bias_softmax", "relative_bias_softmax"),
-    "ex5_answer": ("check_sinusoidal_module", "SinusoidalPositionalEncoding"),
-}
-
 RIGHT = {
     "ex1_answer": [
         ("a numpy array", "import numpy as np\nw1 = 1 / 10000 ** (2 / 5)\n"

@@ -75,13 +75,6 @@ WRONG = {
     ],
 }
 
-CHECKS = {
-    "ex1_answer": ("check_flying_arrows", "flying"),
-    "ex2_answer": ("check_attention", "attention"),
-    "ex3_answer": ("check_causal_mask", "causal_mask"),
-    "ex4_answer": ("check_self_attention", "self_attention"),
-}
-
 RIGHT = {
     "ex2_answer": [
         ("scales q in place",

@@ -110,13 +110,6 @@ WRONG = {
     ],
 }
 
-CHECKS = {
-    "ex1_answer": ("check_head_arithmetic", "sizes"),
-    "ex2_answer": ("check_split_heads", "split_heads"),
-    "ex3_answer": ("check_merge_heads", "merge_heads"),
-    "ex4_answer": ("check_multihead_attention", "MultiHeadAttention"),
-}
-
 RIGHT = {
     "ex1_answer": [
         ("numpy ints",

@@ -123,12 +123,6 @@ WRONG = {
     ],
 }
 
-CHECKS = {
-    "ex1_answer": ("check_layer_norm_by_hand", "by_hand"),
-    "ex2_answer": ("check_layer_norm", "layer_norm"),
-    "ex3_answer": ("check_encoder_block", "EncoderBlock"),
-}
-
 RIGHT = {
     "ex1_answer": [
         ("numpy", "import numpy as np\nx = np.array([1.0, 5.0, 2.0, 8.0])\nmean, variance = x.mean(), x.var()\n"

@@ -111,15 +111,6 @@ WRONG = {
     ],
 }
 
-CHECKS = {
-    "ex1_answer": ("check_masked_row", "weights"),
-    "ex2_answer": ("check_causal_by_hand", "allowed"),
-    "ex3_answer": ("check_teacher_forcing_shift", "teacher_forcing"),
-    "ex4_answer": ("check_padding_mask", "padding_mask"),
-    "ex5_answer": ("check_causal_padding_mask", "causal_padding_mask"),
-    "ex6_answer": ("check_masked_attention", "masked_attention"),
-}
-
 RIGHT = {
     "ex1_answer": [
         ("a tensor", "weights = torch.tensor([2.0, 1.0, float('-inf'), float('-inf')]).softmax(-1)"),

@@ -130,12 +130,6 @@ WRONG = {
     ],
 }
 
-CHECKS = {
-    "ex1_answer": ("check_cross_shapes", "answer"),
-    "ex2_answer": ("check_cross_attention", "cross_attention"),
-    "ex3_answer": ("check_decoder_block_layer", "DecoderBlock"),
-}
-
 RIGHT = {
     "ex1_answer": [
         ("numpy ints", "import numpy as np\n"

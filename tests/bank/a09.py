@@ -184,13 +184,6 @@ WRONG = {
     ],
 }
 
-CHECKS = {
-    "ex1_answer": ("check_output_by_hand", "hand"),
-    "ex2_answer": ("check_masked_cross_entropy", "masked_cross_entropy"),
-    "ex3_answer": ("check_greedy_decoding", "greedy_decode"),
-    "ex4_answer": ("check_tied_output_head", "OutputHead"),
-}
-
 RIGHT = {
     "ex1_answer": [
         ("numpy", "import numpy as np\nz = np.array([1.0, 2.0, 0.0, -0.5])\nprobs = np.exp(z) / np.exp(z).sum()\n"

@@ -114,12 +114,6 @@ WRONG = {
     ],
 }
 
-CHECKS = {
-    "ex1_answer": ("check_parameter_count", "counts"),
-    "ex2_answer": ("check_train_step", "train_step"),
-    "ex3_answer": ("check_translator", "Translator"),
-}
-
 RIGHT = {
     "ex1_answer": [
         ("numpy counts", "import numpy as np\n" + _counts(enc="np.int64(att + ffn + 2 * ln)",

@@ -131,14 +131,6 @@ WRONG = {
     ],
 }
 
-CHECKS = {
-    "ex1_answer": ("check_top_k_filter", "top_k_filter"),
-    "ex2_answer": ("check_top_p_probs", "top_p_probs"),
-    "ex3_answer": ("check_mask_tokens", "mask_tokens"),
-    "ex4_answer": ("check_patchify", "patchify"),
-    "ex5_answer": ("check_family_mask", "attention_mask"),
-}
-
 RIGHT = {
     "ex1_answer": [
         ("scatter the top-k values back",

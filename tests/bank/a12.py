@@ -111,14 +111,6 @@ WRONG = {
     ],
 }
 
-CHECKS = {
-    "ex1_answer": ("check_online_by_hand", "running"),
-    "ex2_answer": ("check_online_softmax_attention", "online_softmax_attention"),
-    "ex3_answer": ("check_cache_step", "cache_step"),
-    "ex4_answer": ("check_repeat_kv", "repeat_kv"),
-    "ex5_answer": ("check_swiglu", "swiglu"),
-}
-
 RIGHT = {
     "ex1_answer": [
         ("tensors and numpy numbers",

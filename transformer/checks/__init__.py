@@ -5,24 +5,25 @@ report and :class:`~transformer.checks.core.Mistake`);
 :mod:`transformer.checks.references` the seeded references that the module
 exercises are compared with; :mod:`~transformer.checks.answers` the helpers that read
 an answer (counts, ids); :mod:`~transformer.checks.earlier` the pointer back to a broken
-earlier answer that a later exercise calls; one module per chapter (``ch04`` for chapter 4)
+earlier answer that a later exercise calls; one module per assignment (``a04`` for
+assignment 04, under the number of the map of exercises, ``tools/exercises.py``)
 holds that chapter's checks, and :mod:`transformer.checks.mistakes` the known
 mistakes of every exercise, as data. Every check is re-exported here, so an
 exercise notebook can write ``from transformer.checks import check_attention``;
 ``MISTAKES`` gathers the known mistakes of every check, by the check's name.
 """
 
-from . import ch00, ch01, ch02, ch03, ch04, ch05, ch06, ch07, ch08, ch09, ch10
-from .ch00 import RECURRENCE_KEYS, check_attend, check_elman_rnn, check_recurrence_by_hand
-from .ch01 import BY_HAND_VOCAB, check_count_pairs, check_merge_pair, check_tokens_by_hand, check_word_tokenizer
-from .ch02 import (
+from . import a00, a01, a02, a03, a04, a05, a06, a07, a08, a09, a10, a11, a12
+from .a00 import RECURRENCE_KEYS, check_attend, check_elman_rnn, check_recurrence_by_hand
+from .a01 import BY_HAND_VOCAB, check_count_pairs, check_merge_pair, check_tokens_by_hand, check_word_tokenizer
+from .a02 import (
     check_embed_one_hot,
     check_embedding_module,
     check_one_hot_by_hand,
     check_rms_scales,
     one_hot_exercise_inputs,
 )
-from .ch03 import (
+from .a03 import (
     TABLE_ENTRIES,
     check_relative_bias_softmax,
     check_rope,
@@ -30,10 +31,10 @@ from .ch03 import (
     check_sinusoidal_module,
     check_table_entries,
 )
-from .ch04 import check_attention, check_causal_mask, check_flying_arrows, check_self_attention, flying_arrows_inputs
-from .ch05 import check_head_arithmetic, check_merge_heads, check_multihead_attention, check_split_heads
-from .ch06 import check_encoder_block, check_layer_norm, check_layer_norm_by_hand, layer_norm_by_hand_inputs
-from .ch07 import (
+from .a04 import check_attention, check_causal_mask, check_flying_arrows, check_self_attention, flying_arrows_inputs
+from .a05 import check_head_arithmetic, check_merge_heads, check_multihead_attention, check_split_heads
+from .a06 import check_encoder_block, check_layer_norm, check_layer_norm_by_hand, layer_norm_by_hand_inputs
+from .a07 import (
     MASKED_ROW_SCORES,
     check_causal_by_hand,
     check_causal_padding_mask,
@@ -42,19 +43,37 @@ from .ch07 import (
     check_padding_mask,
     check_teacher_forcing_shift,
 )
-from .ch08 import CROSS_SHAPES_SETTING, check_cross_attention, check_cross_shapes, check_decoder_block_layer
-from .ch09 import (
+from .a08 import CROSS_SHAPES_SETTING, check_cross_attention, check_cross_shapes, check_decoder_block_layer
+from .a09 import (
     by_hand_inputs,
     check_greedy_decoding,
     check_masked_cross_entropy,
     check_output_by_hand,
     check_tied_output_head,
 )
-from .ch10 import base_model_counts, check_parameter_count, check_train_step, check_translator
+from .a10 import base_model_counts, check_parameter_count, check_train_step, check_translator
+from .a11 import (
+    check_family_mask,
+    check_mask_tokens,
+    check_patchify,
+    check_top_k_filter,
+    check_top_p_probs,
+    masking_inputs,
+    masking_problems,
+)
+from .a12 import (
+    ONLINE_SCORES,
+    check_cache_step,
+    check_online_by_hand,
+    check_online_softmax_attention,
+    check_repeat_kv,
+    check_swiglu,
+    online_by_hand,
+)
 from .core import PASSED, CheckFailed, Mistake, compare
 
-MISTAKES = {**ch00.MISTAKES, **ch01.MISTAKES, **ch02.MISTAKES, **ch03.MISTAKES, **ch04.MISTAKES, **ch05.MISTAKES,
-            **ch06.MISTAKES, **ch07.MISTAKES, **ch08.MISTAKES, **ch09.MISTAKES, **ch10.MISTAKES}
+_MODULES = (a00, a01, a02, a03, a04, a05, a06, a07, a08, a09, a10, a11, a12)
+MISTAKES = {name: found for module in _MODULES for name, found in module.MISTAKES.items()}
 """The known mistakes of every exercise, by the name of its check: ``MISTAKES["check_attention"]``."""
 
 __all__ = [
@@ -85,13 +104,10 @@ __all__ = [
     "by_hand_inputs",
     # chapter 10
     "check_parameter_count", "check_train_step", "check_translator", "base_model_counts",
+    # chapter 11
+    "check_top_k_filter", "check_top_p_probs", "check_mask_tokens", "check_patchify", "check_family_mask",
+    "masking_problems", "masking_inputs",
+    # chapter 12
+    "check_online_by_hand", "check_online_softmax_attention", "check_cache_step", "check_repeat_kv", "check_swiglu",
+    "ONLINE_SCORES", "online_by_hand",
 ]
-
-from .ch11 import *  # noqa: E402,F403,I001 - chapter 11: check_top_k_filter, ..., registered below
-MISTAKES.update(ch11.MISTAKES)  # noqa: F405
-__all__ += ch11.__all__  # noqa: F405
-
-from .ch12 import *  # noqa: E402,F403,I001 - chapter 12: check_online_by_hand, ..., registered below
-from . import ch12  # noqa: E402
-MISTAKES.update(ch12.MISTAKES)
-__all__ += ch12.__all__  # noqa: F405

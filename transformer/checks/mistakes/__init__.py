@@ -1,4 +1,4 @@
-"""The known mistakes of every exercise, one module per chapter (``ch04`` for chapter 4).
+"""The known mistakes of every exercise, one module per assignment (``a04`` for assignment 04).
 
 Each module lists, for each exercise, the common wrong answers as
 :class:`~transformer.checks.core.Mistake` data: the wrong function or class itself

@@ -1,6 +1,6 @@
 """The known mistakes of the exercises of chapter 11, as data: each a named wrong answer with the exercise's
 signature, most the right answer with one step changed. The masking exercise draws random numbers, so its
-check names a mistake by the share it gets wrong (see :func:`transformer.checks.ch11.masking_problems`)."""
+check names a mistake by the share it gets wrong (see :func:`transformer.checks.a11.masking_problems`)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from torch import nn
 from . import references
 from .answers import CountedCalls, as_ids
 from .core import Mistake, call, call_keeping, compare, fail, outputs, report, values_of
-from .mistakes.ch09 import GREEDY_MISTAKES, MASKED_CROSS_ENTROPY_MISTAKES, OUTPUT_HEAD_MISTAKES, Greedy
+from .mistakes.a09 import GREEDY_MISTAKES, MASKED_CROSS_ENTROPY_MISTAKES, OUTPUT_HEAD_MISTAKES, Greedy
 
 __all__ = ["check_output_by_hand", "check_masked_cross_entropy", "check_greedy_decoding",
            "check_tied_output_head", "by_hand_inputs"]
@@ -116,7 +116,7 @@ def check_masked_cross_entropy(fn: Callable) -> None:
             "the labels of a batch come back in the next epoch, so {what} must stay as it was given",
             "Hint: read the labels, don't write into them: a boolean mask labels != pad_id selects the real ones."])
         expected = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=pad_id)
-        problems = compare(got, expected, (), atol=1e-5, rtol=1e-4,
+        problems = compare(got, expected, (),
                            mistakes=outputs(MASKED_CROSS_ENTROPY_MISTAKES, logits, labels, pad_id),
                            what=f"loss ({case})")
         if problems:
@@ -203,7 +203,7 @@ def _check_untied(cls: Callable, d: int, v: int, h: torch.Tensor) -> None:
             f"{1 / math.sqrt(d):.3g}, so that the logits start with a spread of about 1"])
     got = call(head, (h,), f"OutputHead({d}, {v}).forward")
     with torch.no_grad():
-        problems = compare(got, F.linear(h, w), ("batch", "seq", "vocab"), atol=1e-5, rtol=1e-4,
+        problems = compare(got, F.linear(h, w), ("batch", "seq", "vocab"),
                            mistakes=outputs(OUTPUT_HEAD_MISTAKES, d, v, None, w, h, run=_run_head),
                            what="logits (untied)")
     if problems:
@@ -232,7 +232,7 @@ def _check_tied(cls: Callable, d: int, v: int, h: torch.Tensor) -> None:
             "creates no matrix (and no bias) of its own"])
     got = call(head, (h,), f"OutputHead({d}, {v}, embedding).forward")
     with torch.no_grad():
-        problems = compare(got, F.linear(h, emb.weight), ("batch", "seq", "vocab"), atol=1e-5, rtol=1e-4,
+        problems = compare(got, F.linear(h, emb.weight), ("batch", "seq", "vocab"),
                            mistakes=outputs(OUTPUT_HEAD_MISTAKES, d, v, emb, emb.weight, h, run=_run_head),
                            what="logits (tied)")
     if problems:

@@ -10,7 +10,7 @@ from torch import nn
 
 from . import references
 from .core import Mistake, as_tensor, call, compare, fail, outputs, report, values_of
-from .mistakes.ch02 import EMBED_ONE_HOT_MISTAKES, EMBEDDING_MISTAKES
+from .mistakes.a02 import EMBED_ONE_HOT_MISTAKES, EMBEDDING_MISTAKES
 
 __all__ = ["check_one_hot_by_hand", "check_rms_scales", "check_embed_one_hot", "check_embedding_module",
            "one_hot_exercise_inputs"]

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from ..masks import causal_padding_mask, padding_mask
 from ..sampling import sampling_distribution, top_k_filter
 from .core import as_tensor, call, compare, fail, outputs, report, require_unchanged
-from .mistakes.ch11 import FAMILY_MASK_MISTAKES, MASKING_MISTAKES, PATCHIFY_MISTAKES, TOP_K_MISTAKES, TOP_P_MISTAKES
+from .mistakes.a11 import FAMILY_MASK_MISTAKES, MASKING_MISTAKES, PATCHIFY_MISTAKES, TOP_K_MISTAKES, TOP_P_MISTAKES
 
 __all__ = ["check_top_k_filter", "check_top_p_probs", "check_mask_tokens", "check_patchify", "check_family_mask",
            "masking_problems", "masking_inputs"]

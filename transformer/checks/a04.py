@@ -11,7 +11,7 @@ from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask
 from .core import Mistake, call, compare, output_problems, outputs, report, values_of
 from .earlier import builds_on
-from .mistakes.ch04 import ATTENTION_MISTAKES, CAUSAL_MASK_MISTAKES, SELF_ATTENTION_MISTAKES
+from .mistakes.a04 import ATTENTION_MISTAKES, CAUSAL_MASK_MISTAKES, SELF_ATTENTION_MISTAKES
 
 __all__ = ["check_flying_arrows", "check_attention", "check_causal_mask", "check_self_attention",
            "flying_arrows_inputs"]
@@ -101,7 +101,7 @@ def check_self_attention(fn: Callable, seed: int = 0) -> None:
     got = call(fn, (x, w_q, w_k, w_v), "self_attention")
     expected = scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v)
     mistakes = outputs(SELF_ATTENTION_MISTAKES, x, w_q, w_k, w_v)
-    report("self_attention", compare(got, expected, ("batch", "seq", "d_model"), atol=1e-5, rtol=1e-4,
+    report("self_attention", compare(got, expected, ("batch", "seq", "d_model"),
                                       mistakes=mistakes, what="self_attention output"))
 
 

@@ -10,7 +10,7 @@ import torch
 from ..tokenization import SPECIAL_TOKENS, Vocabulary, WordTokenizer, count_pairs, merge_pair
 from .answers import count_differences, counts_form, dict_problems, plain_counts, require_keys, show
 from .core import Mistake, as_int, call, compare, fail, outputs, report, values_of
-from .mistakes.ch01 import COUNT_PAIRS_MISTAKES, MERGE_PAIR_MISTAKES, WORD_TOKENIZER_MISTAKES
+from .mistakes.a01 import COUNT_PAIRS_MISTAKES, MERGE_PAIR_MISTAKES, WORD_TOKENIZER_MISTAKES
 
 __all__ = ["check_tokens_by_hand", "check_count_pairs", "check_merge_pair", "check_word_tokenizer",
            "BY_HAND_VOCAB"]

@@ -12,7 +12,7 @@ from ..attention import scaled_dot_product_attention
 from . import references
 from .answers import require_keys
 from .core import Mistake, as_number, call, compare, fail, outputs, report
-from .mistakes.ch00 import ATTEND_MISTAKES, ELMAN_MISTAKES
+from .mistakes.a00 import ATTEND_MISTAKES, ELMAN_MISTAKES
 
 __all__ = ["check_recurrence_by_hand", "check_attend", "check_elman_rnn", "RECURRENCE_KEYS"]
 
@@ -104,7 +104,7 @@ def check_attend(fn: Callable, seed: int = 0) -> None:
         if isinstance(got, tuple):
             fail(f"✗ attend ({case})", ["returned a tuple; return only the output vector"])
         expected = scaled_dot_product_attention(q[None, None], keys[None], values[None], scale=1.0)[0, 0]
-        problems = compare(got, expected, ("d_v",), atol=1e-5, rtol=1e-4,
+        problems = compare(got, expected, ("d_v",),
                            mistakes=outputs(ATTEND_MISTAKES, q, keys, values), what=f"output ({case})")
         if problems:
             report(f"attend ({case})", problems)
@@ -120,7 +120,7 @@ def check_attend(fn: Callable, seed: int = 0) -> None:
             "Hint: e^100 overflows; .softmax(dim=0) subtracts the largest score first and stays finite.",
         ])
     expected = scaled_dot_product_attention(q[None, None], keys[None], values[None], scale=1.0)[0, 0]
-    report("attend", compare(got, expected, ("d_v",), atol=1e-5, rtol=1e-4, what="output (large scores)"))
+    report("attend", compare(got, expected, ("d_v",), what="output (large scores)"))
 
 
 def _load(model: nn.Module, reference: nn.RNN) -> nn.Module:
@@ -175,7 +175,7 @@ def check_elman_rnn(cls, seed: int = 0) -> None:
     with torch.no_grad():
         expected = reference(x)[0]
         mistakes = outputs(ELMAN_MISTAKES, x, run=lambda wrong, x: _load(wrong(input_size, hidden_size), reference)(x))
-    problems = compare(got, expected, ("batch", "seq", "hidden"), atol=1e-5, rtol=1e-4, mistakes=mistakes,
+    problems = compare(got, expected, ("batch", "seq", "hidden"), mistakes=mistakes,
                        what=f"{name} output")
     if not problems and not got.requires_grad:
         problems = ["the output does not depend on the parameters through autograd: "

@@ -2,7 +2,7 @@
 
 Each :class:`~transformer.checks.core.Mistake` is a named wrong answer in the form the student gives:
 a function or a class with the exercise's signature (most written as the right answer with one step
-changed). :mod:`transformer.checks.ch05` runs them on its inputs and names the one a wrong answer equals.
+changed). :mod:`transformer.checks.a05` runs them on its inputs and names the one a wrong answer equals.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from ..positional import (
     sinusoidal_encoding,
 )
 from .core import CheckFailed, Mistake, as_tensor, call, compare, fail, outputs, report, values_of
-from .mistakes.ch03 import (
+from .mistakes.a03 import (
     ODD_D_MODEL_HINT,
     RELATIVE_BIAS_MISTAKES,
     ROPE_MISTAKES,

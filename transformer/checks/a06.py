@@ -11,7 +11,7 @@ from torch import nn
 from . import references
 from .answers import require_keys
 from .core import Mistake, call, compare, fail, outputs, report, values_of
-from .mistakes.ch06 import ENCODER_BLOCK_MISTAKES, LAYER_NORM_MISTAKES
+from .mistakes.a06 import ENCODER_BLOCK_MISTAKES, LAYER_NORM_MISTAKES
 
 __all__ = ["check_layer_norm_by_hand", "check_layer_norm", "check_encoder_block", "layer_norm_by_hand_inputs"]
 
@@ -91,7 +91,7 @@ def check_layer_norm(fn: Callable, seed: int = 0) -> None:
         got = call(fn, (x.clone(), gamma.clone(), beta.clone(), eps), f"layer_norm ({case})")
         expected = F.layer_norm(x, (d,), gamma, beta, eps)
         dims = ("batch", "seq", "d_model")[-x.dim():] if x.dim() > 1 else ("d_model",)
-        problems = compare(got, expected, dims, atol=1e-5, rtol=1e-4,
+        problems = compare(got, expected, dims,
                            mistakes=outputs(LAYER_NORM_MISTAKES, x, gamma, beta, eps), what=f"layer_norm ({case})")
         if problems:
             report(f"layer_norm ({case})", problems)
@@ -141,7 +141,7 @@ def check_encoder_block(cls: Callable, seed: int = 0) -> None:
         with torch.no_grad():
             expected = theirs(x)
             mistakes = outputs(ENCODER_BLOCK_MISTAKES, theirs, x, run=_run)
-        problems = compare(got, expected, ("batch", "seq", "d_model"), atol=1e-5, rtol=1e-4, mistakes=mistakes,
+        problems = compare(got, expected, ("batch", "seq", "d_model"), mistakes=mistakes,
                            what=f"output (norm_first={norm_first})")
         if problems:
             report(name, problems)

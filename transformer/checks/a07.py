@@ -23,7 +23,7 @@ from .core import (
     values_of,
 )
 from .earlier import builds_on
-from .mistakes.ch07 import (
+from .mistakes.a07 import (
     CAUSAL_PADDING_MISTAKES,
     MASKED_ATTENTION_MISTAKES,
     PADDING_MASK_MISTAKES,

@@ -12,7 +12,7 @@ from . import references
 from .answers import as_ints, require_keys
 from .core import Mistake, as_number, call, compare, fail, outputs, report
 from .earlier import builds_on
-from .mistakes.ch05 import MERGE_HEADS_MISTAKES, MHA_MISTAKES, SPLIT_HEADS_MISTAKES
+from .mistakes.a05 import MERGE_HEADS_MISTAKES, MHA_MISTAKES, SPLIT_HEADS_MISTAKES
 
 __all__ = ["check_head_arithmetic", "check_split_heads", "check_merge_heads", "check_multihead_attention"]
 
@@ -229,7 +229,7 @@ def check_multihead_attention(cls: Callable, seed: int = 0) -> None:
             expected = theirs(x, x, x, need_weights=False)[0] if memory is None else \
                 theirs(x, memory, memory, need_weights=False)[0]
             mistakes = outputs(MHA_MISTAKES, theirs, args, run=_run)
-        problems = compare(got, expected, ("batch", "T_q", "d_model"), atol=1e-5, rtol=1e-4, mistakes=mistakes,
+        problems = compare(got, expected, ("batch", "T_q", "d_model"), mistakes=mistakes,
                            what=f"output ({case})")
         if problems:
             report(f"MultiHeadAttention ({case})", problems)

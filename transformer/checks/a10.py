@@ -19,7 +19,7 @@ from ..interop import copy_transformer
 from ..positional import SinusoidalPositionalEncoding, sinusoidal_encoding
 from . import references
 from .core import Mistake, as_number, call, call_keeping, compare, fail, outputs, report
-from .mistakes.ch10 import CHANGED_BATCH_HINT, TRAIN_STEP_MISTAKES, TRANSLATOR_MISTAKES, TrainStep
+from .mistakes.a10 import CHANGED_BATCH_HINT, TRAIN_STEP_MISTAKES, TRANSLATOR_MISTAKES, TrainStep
 
 __all__ = ["check_parameter_count", "check_train_step", "check_translator", "base_model_counts"]
 
@@ -168,7 +168,7 @@ def check_train_step(fn: Callable, seed: int = 0) -> None:
     if problems:
         report("train_step", problems)
     params = torch.cat([p.detach().flatten() for p in student.parameters()])
-    report("train_step", compare(params, expected_params, ("parameter",), atol=1e-5, rtol=1e-4,
+    report("train_step", compare(params, expected_params, ("parameter",),
                                  mistakes=param_mistakes, what="parameters after two steps"))
 
 

@@ -64,19 +64,19 @@ def _causal(g, batch, heads, seq, dtype=torch.float32):
     return scores.masked_fill(future, float("-inf")).softmax(dim=-1)  # (batch, heads, seq, seq)
 
 
-def _sharp(g, batch, half):
-    """Two heads drawn with their stripes: head 0 an induction head (all of a repeat query's weight on the token after
-    the earlier copy), head 1 a previous-token head; every other row of both uniform over its keys."""
+def _two_heads(half: int) -> torch.Tensor:
+    """``(2, seq, seq)``, made by hand: head 0 an induction head (all of a repeat query's weight on the token after the
+    earlier copy), head 1 a previous-token head; every other row of both uniform over its keys."""
     seq = 1 + 2 * half
     w = torch.tril(torch.ones(seq, seq)) / torch.arange(1, seq + 1)[:, None]  # (seq, seq): uniform causal rows
-    w = w[None, None].repeat(batch, 2, 1, 1)  # (batch, 2, seq, seq)
+    w = w[None].repeat(2, 1, 1)  # (2, seq, seq)
     for t in range(half + 1, seq):
-        w[:, 0, t] = 0.0
-        w[:, 0, t, t - half + 1] = 1.0
+        w[0, t] = 0.0
+        w[0, t, t - half + 1] = 1.0
     for t in range(1, seq):
-        w[:, 1, t] = 0.0
-        w[:, 1, t, t - 1] = 1.0
-    return w[torch.randperm(batch, generator=g)]
+        w[1, t] = 0.0
+        w[1, t, t - 1] = 1.0
+    return w
 
 
 def _induction_reference(pattern: torch.Tensor, half: int) -> torch.Tensor:
@@ -97,16 +97,16 @@ def ex2_induction_score(seed: int):
     g = generator(seed, "ex2_induction_score")
     draw = lambda lo, hi: int(torch.randint(lo, hi, (), generator=g))  # noqa: E731
     for batch, heads, half, dtype in [(draw(1, 4), draw(2, 5), draw(2, 8), torch.float32),
-                                      (draw(2, 5), 1, draw(3, 9), torch.float32), (draw(1, 3), draw(2, 4), 1,
-                                                                                   torch.float32),
+                                      (draw(2, 5), 1, draw(3, 9), torch.float32),
+                                      (draw(1, 3), draw(2, 4), 1, torch.float32),  # half 1: one query in the repeat
                                       (draw(1, 4), draw(1, 4), draw(2, 7), torch.float64)]:
         pattern = _causal(g, batch, heads, 1 + 2 * half, dtype)
         yield Case(f"induction_score on causal patterns of shape {tuple(pattern.shape)} (half {half}), "
                    f"{str(dtype)[6:]}", calls("induction_score", pattern, half),
                    returns(_induction_reference(pattern, half), ["heads"]))
     half = draw(3, 9)
-    pattern = _sharp(g, 3, half)
-    yield Case(f"induction_score on a drawn induction head and a drawn previous-token head (half {half})",
+    pattern = (_two_heads(half) + _causal(g, 3, 2, 1 + 2 * half)) / 2  # (3, 2, seq, seq): rows still sum to 1
+    yield Case(f"induction_score on an induction head and a previous-token head, each half made by hand (half {half})",
                calls("induction_score", pattern, half), returns(_induction_reference(pattern, half), ["heads"]))
 
 
@@ -162,8 +162,8 @@ def _dla_inputs(g, n, d, vocab, dtype):
 def ex3_direct_logit_attribution(seed: int):
     g = generator(seed, "ex3_direct_logit_attribution")
     draw = lambda lo, hi: int(torch.randint(lo, hi, (), generator=g))  # noqa: E731
-    for eps, dtype in [(1e-5, torch.float32), (1e-5, torch.float32), (0.25 + torch.rand((), generator=g).item(),
-                                                                        torch.float32), (1e-5, torch.float64)]:
+    large = 0.25 + torch.rand((), generator=g).item()  # an eps that the variance does not drown
+    for eps, dtype in [(1e-5, torch.float32), (1e-5, torch.float32), (large, torch.float32), (1e-5, torch.float64)]:
         n, d, vocab = draw(2, 12), draw(3, 17), draw(4, 30)
         parts, gamma, w_u, answer, other = _dla_inputs(g, n, d, vocab, dtype)
         args = (parts, gamma, w_u, answer, other, eps)
@@ -211,8 +211,8 @@ def ex4_restored_fractions(seed: int):
     for n_layers, n_heads, batch, dtype in [(draw(2, 4), draw(2, 5), draw(2, 6), torch.float32),
                                             (draw(1, 3), draw(3, 6), 1, torch.float32),
                                             (draw(2, 5), draw(1, 3), draw(3, 8), torch.float64)]:
-        r = lambda *shape: torch.randn(*shape, generator=g, dtype=dtype)  # noqa: E731
-        clean, corrupted = 2 + r(batch), -2 + r(batch)  # (batch,) each
+        r = lambda *shape, dtype=dtype: torch.randn(*shape, generator=g, dtype=dtype)  # noqa: E731
+        clean, corrupted = 2 + 0.5 * r(batch), -2 + 0.5 * r(batch)  # (batch,) each, about 4 apart
         share = torch.rand(n_layers, n_heads, batch, generator=g, dtype=dtype)
         table = corrupted + share * (clean - corrupted) + 0.3 * r(n_layers, n_heads, batch)
         drift = 1 + r(n_layers, n_heads, batch).abs()  # added once more at every later call of the same head

@@ -123,7 +123,7 @@ def _dla_cases(seed: int):
                                             ("10 parts, d_model 16", (10, 16, 20), 1e-5, torch.float32),
                                             ("a large eps, 0.5", (5, 8, 7), 0.5, torch.float32),
                                             ("float64, 6 parts, d_model 8", (6, 8, 10), 1e-5, torch.float64)]:
-        r = lambda *shape: torch.randn(*shape, generator=g, dtype=dtype)  # noqa: E731
+        r = lambda *shape, dtype=dtype: torch.randn(*shape, generator=g, dtype=dtype)  # noqa: E731
         parts = r(n, d) + 2 * r(n, 1)  # (parts, d_model), each with a mean of its own
         gamma = 1 + 0.3 * r(d)
         answer, other = torch.randperm(vocab, generator=g)[:2].tolist()

@@ -86,7 +86,8 @@ DLA_MISTAKES = [
     Mistake("unbiased variance", "the variance divides by d_model - 1 (torch.var's default); LayerNorm divides by "
             "d_model: var(unbiased=False).", lambda *a: _dla(*a, sigma_of=lambda x, eps: torch.sqrt(x.var() + eps))),
     Mistake("eps outside the root", "eps was added after the square root; LayerNorm adds it to the variance, "
-            "sigma = sqrt(var + eps).", lambda *a: _dla(*a, sigma_of=lambda x, eps: x.var(unbiased=False).sqrt() + eps)),
+            "sigma = sqrt(var + eps).",
+            lambda *a: _dla(*a, sigma_of=lambda x, eps: x.var(unbiased=False).sqrt() + eps)),
 ]
 
 # ----------------------------------------------------------------------------- exercise 4: patching sweep

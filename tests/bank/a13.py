@@ -39,6 +39,8 @@ WRONG = {
         ("the main diagonal", _by_hand(previous="(0.5 + 0.2 + 0.1 + 0.0 + 0.0 + 0.0) / 6"), "main diagonal"),
         ("the two swapped", _by_hand(previous="(0.7 + 0.8 + 0.5) / 3",
                                      induction="(0.5 + 0.6 + 0.6 + 0.2 + 0.1 + 0.3) / 6"), "this is the induction"),
+        ("the induction score is the previous-token one", _by_hand(
+            induction="(0.5 + 0.6 + 0.6 + 0.2 + 0.1 + 0.3) / 6"), "this is the previous-token score"),
         ("the earlier copy itself", _by_hand(induction="(0.1 + 0.1 + 0.1) / 3"), "earlier copy"),
         ("first half included", _by_hand(induction="(0.2 + 0.2 + 0.7 + 0.8 + 0.5) / 5"), "first half"),
         ("induction summed", _by_hand(induction="0.7 + 0.8 + 0.5"), "summed"),

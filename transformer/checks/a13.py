@@ -56,6 +56,8 @@ def _scores_by_hand_mistakes() -> list[Mistake]:
         Mistake("previous summed", "the weights were summed; the score is their mean.", t(below.sum()), "previous"),
         Mistake("the two swapped", "this is the induction score; the previous-token score averages w[t, t - 1].",
                 t(stripe.mean()), "previous"),
+        Mistake("the two swapped", "this is the previous-token score; the induction score averages "
+                "w[t, t - half + 1] over the repeat's queries.", t(below.mean()), "induction"),
         Mistake("the earlier copy itself", "this is the weight on the earlier copy of the same token; the induction "
                 "key is the position just after it, t - half + 1.", t(w[rows, rows - half].mean()), "induction"),
         Mistake("first half included", "queries of the first half have no earlier copy; average only over the "

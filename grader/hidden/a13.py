@@ -106,7 +106,8 @@ def ex2_induction_score(seed: int):
                    returns(_induction_reference(pattern, half), ["heads"]))
     half = draw(3, 9)
     pattern = (_two_heads(half) + _causal(g, 3, 2, 1 + 2 * half)) / 2  # (3, 2, seq, seq): rows still sum to 1
-    yield Case(f"induction_score on an induction head and a previous-token head, each half made by hand (half {half})",
+    yield Case(f"induction_score on an induction head and a previous-token head made by hand, each averaged with "
+               f"a causal pattern (half {half})",
                calls("induction_score", pattern, half), returns(_induction_reference(pattern, half), ["heads"]))
 
 

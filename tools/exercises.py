@@ -117,6 +117,12 @@ EXERCISES = (
       forbids=True),
     E("12", "ex4_answer", "ex4_repeat_kv", "repeat_kv", "check_repeat_kv", CALL, forbids=True),
     E("12", "ex5_answer", "ex5_swiglu", "swiglu", "check_swiglu", CALL, forbids=True),
+    E("13", "ex1_answer", "ex1_scores_by_hand", "scores", "check_scores_by_hand", VALUE, forbids=True),
+    E("13", "ex2_answer", "ex2_induction_score", "induction_score", "check_induction_score", CALL, forbids=True),
+    E("13", "ex3_answer", "ex3_direct_logit_attribution", "direct_logit_attribution",
+      "check_direct_logit_attribution", CALL, forbids=True),
+    E("13", "ex4_answer", "ex4_restored_fractions", "restored_fractions", "check_restored_fractions",
+      ("a13.sweep",), forbids=True),
 )
 
 

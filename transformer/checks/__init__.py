@@ -13,7 +13,7 @@ exercise notebook can write ``from transformer.checks import check_attention``;
 ``MISTAKES`` gathers the known mistakes of every check, by the check's name.
 """
 
-from . import a00, a01, a02, a03, a04, a05, a06, a07, a08, a09, a10, a11, a12
+from . import a00, a01, a02, a03, a04, a05, a06, a07, a08, a09, a10, a11, a12, a13
 from .a00 import RECURRENCE_KEYS, check_attend, check_elman_rnn, check_recurrence_by_hand
 from .a01 import BY_HAND_VOCAB, check_count_pairs, check_merge_pair, check_tokens_by_hand, check_word_tokenizer
 from .a02 import (
@@ -70,9 +70,17 @@ from .a12 import (
     check_swiglu,
     online_by_hand,
 )
+from .a13 import (
+    BY_HAND_PATTERN,
+    check_direct_logit_attribution,
+    check_induction_score,
+    check_restored_fractions,
+    check_scores_by_hand,
+    scores_by_hand,
+)
 from .core import PASSED, CheckFailed, Mistake, compare
 
-_MODULES = (a00, a01, a02, a03, a04, a05, a06, a07, a08, a09, a10, a11, a12)
+_MODULES = (a00, a01, a02, a03, a04, a05, a06, a07, a08, a09, a10, a11, a12, a13)
 MISTAKES = {name: found for module in _MODULES for name, found in module.MISTAKES.items()}
 """The known mistakes of every exercise, by the name of its check: ``MISTAKES["check_attention"]``."""
 
@@ -110,4 +118,7 @@ __all__ = [
     # chapter 12
     "check_online_by_hand", "check_online_softmax_attention", "check_cache_step", "check_repeat_kv", "check_swiglu",
     "ONLINE_SCORES", "online_by_hand",
+    # chapter 13
+    "check_scores_by_hand", "check_induction_score", "check_direct_logit_attribution", "check_restored_fractions",
+    "BY_HAND_PATTERN", "scores_by_hand",
 ]

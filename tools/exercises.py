@@ -56,6 +56,7 @@ EXERCISES = (
       ("a01.call_again", "a01.call_each", "call"), forbids=True),
     E("01", "ex4_answer", "ex4_word_tokenizer", "WordLevelTokenizer", "check_word_tokenizer", ("a01.tokenizer",),
       forbids=True),
+    E("01", "ex5_answer", "ex5_byte_tokens", "byte_tokens", "check_byte_tokens", ("a01.call_each",), forbids=True),
     E("02", "ex1_answer", "ex1_one_hot_by_hand", "X", "check_one_hot_by_hand", VALUE),
     E("02", "ex2_answer", "ex2_rms_scales", "scales", "check_rms_scales", VALUE),
     E("02", "ex3_answer", "ex3_embed_one_hot", "embed_one_hot", "check_embed_one_hot", CALL),

@@ -1,4 +1,5 @@
-"""Hidden tests of assignment 01, tokenization (references: byte-pair counting and merging written out here).
+"""Hidden tests of assignment 01, tokenization (references: byte-pair counting and merging written out here; the
+``tokenizers`` library's byte-level BPE for exercise 5).
 
 Exercise 1 is worked by hand on the exercise's own vocabulary: its questions are fixed, not drawn from the seed.
 Every other input comes from the run's seed. Exercises 2 and 3 must leave their input as it was: a second call
@@ -8,9 +9,12 @@ which only the kernel sees, is reported beside it.
 
 from __future__ import annotations
 
-import torch
+import json
 
-from grader.hidden import Case, Forbid, Request, calls, generator, reads
+import torch
+from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+
+from grader.hidden import Case, Forbid, Request, calls, generator, reads, rng
 from grader.hidden.judge import as_int, called_again, describe, each_call, entry, fields, kept_inputs
 from transformer.checks.answers import count_differences, counts_form
 
@@ -20,6 +24,7 @@ FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; test
     "ex2_count_pairs": Forbid("count_pairs", ("transformer.count_pairs",)),
     "ex3_merge_pair": Forbid("merge_pair", ("transformer.merge_pair",)),
     "ex4_word_tokenizer": Forbid("WordLevelTokenizer", ("transformer",)),
+    "ex5_byte_tokens": Forbid("byte_tokens", ("transformer.byte_bpe", "tokenizers")),
 }
 SPECIALS = ["<pad>", "<sos>", "<eos>", "<unk>"]
 
@@ -278,3 +283,98 @@ def ex4_word_tokenizer(seed: int):
         yield Case(f"WordLevelTokenizer on the same sentences: encode of {words}, and decode of its ids "
                    "(with and without <pad> at the end)",
                    Request("a01.tokenizer", {"texts": texts, "text": t, "ids": ids}), _sentence_judge(ids, text))
+
+
+# ---------------------------------------------------------------- exercise 5: byte-level BPE
+
+WORDS = ("the", "then", "theme", "banana", "bananas", "apple", "ate", "I", "café", "naïve", "Straße", "über", "déjà",
+         "Ελλάδα", "μήλο", "мир", "日本", "苹果", "我吃了", "Ünïcödé")
+SIGNS = ("!", "?", ".", ",", ":", ";", "...", "(", ")", "-", '"', "'s", "'t", "'ll", "#", "€", "£", "@", "🦜", "🍎",
+         "👍🏽", "_")
+SPACES = (" ", " ", " ", " ", "", "  ", "\n", "\t", " \n", "   ", "\n\n")
+# Characters on which GPT-2's pattern (the regex module's \p{L}, \p{N}) and the exercise's PIECE (Python's re) cut
+# differently (transformer/byte_bpe.py): four separators and six numbers that are not digits. No text holds them.
+APART = {*map(chr, range(0x1C, 0x20)), "²", "³", "¹", "¼", "½", "¾"}
+
+
+def _random_text(r) -> str:
+    """Words (accents, Greek, Cyrillic, Chinese), numbers, signs and emoji, with white space between some."""
+    parts = []
+    for _ in range(r.randint(3, 12)):
+        kind = r.random()
+        if kind < 0.55:
+            word = r.choice(WORDS)
+            parts.append(word.capitalize() if r.random() < 0.2 else word)
+        elif kind < 0.7:
+            parts.append(str(r.randint(0, 10 ** r.randint(1, 5))))
+        else:
+            parts.append(r.choice(SIGNS))
+        parts.append(r.choice(SPACES))
+    return "".join(parts)
+
+
+def _abc_text(r) -> str:
+    """Words of the letters a, b, c (whose merges overlap a lot), between runs of one to three spaces."""
+    return "".join(r.choice((" ", "  ", "   ")) + "".join(r.choices("abc", k=r.randint(2, 7)))
+                   for _ in range(r.randint(4, 8)))
+
+
+def _byte_level(tok: Tokenizer) -> Tokenizer:
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    return tok
+
+
+def _learned(texts: list[str], n: int) -> list[tuple[str, str]]:
+    """The first ``n`` merges ``tokenizers``' BpeTrainer learns on ``texts``, starting from the 256 bytes."""
+    tok = _byte_level(Tokenizer(models.BPE()))
+    trainer = trainers.BpeTrainer(vocab_size=256 + n, min_frequency=0, special_tokens=[], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(texts, trainer)
+    merges = json.loads(tok.to_str())["model"]["merges"]
+    return [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in merges]
+
+
+def _byte_bpe_tokens(text: str, merges) -> list[str]:
+    """The tokens of ``text`` by ``tokenizers``' byte-level BPE with ``merges``."""
+    vocab = {char: i for i, char in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
+    for a, b in merges:
+        vocab.setdefault(a + b, len(vocab))
+    return _byte_level(Tokenizer(models.BPE(vocab=vocab, merges=list(merges)))).encode(text).tokens
+
+
+def _byte_problem(got, text, merges) -> str | None:
+    if not isinstance(got, list):
+        return f"expected a list of tokens (str), got {describe(got)}"
+    if not all(isinstance(t, str) for t in got):
+        return f"a token is {describe(next(t for t in got if not isinstance(t, str)))}; expected a str"
+    want = _byte_bpe_tokens(text, merges)
+    if got == want:
+        return None
+    if "".join(got) != "".join(want):
+        return "the tokens do not spell the UTF-8 bytes of the text, one printable character per byte (GPT-2's map)"
+    return "the tokens spell the bytes of the text, but they are merged wrongly"
+
+
+def ex5_byte_tokens(seed: int):
+    r = rng(seed, "ex5_byte_tokens")
+    plain = [[_random_text(r), []] for _ in range(4)]
+    yield Case("byte_tokens without merges on 4 random texts of words (with accents, Greek, Cyrillic, Chinese), "
+               "numbers, signs, emoji and white space: one token per byte (exact)",
+               _each_request("byte_tokens", plain), each_call(plain, _byte_problem, what="texts"))
+    latin = [chr(c) for c in range(256) if chr(c) not in APART]
+    r.shuffle(latin)
+    every = [["".join(latin), []]]
+    yield Case("byte_tokens without merges on the characters U+0000 to U+00FF in a random order (but four "
+               "separators and six numbers that GPT-2's pattern cuts otherwise): one token per byte (exact)",
+               _each_request("byte_tokens", every), each_call(every, _byte_problem, what="texts"))
+    corpus = [_random_text(r) for _ in range(12)]
+    merges = _learned(corpus, 60)
+    learned = [[text, merges] for text in corpus[:3] + [_random_text(r) for _ in range(5)]]
+    yield Case("byte_tokens with the first 60 merges that tokenizers' BpeTrainer learns on 12 random texts, on 3 of "
+               "them and on 5 other random texts (exact)",
+               _each_request("byte_tokens", learned), each_call(learned, _byte_problem, what="texts"))
+    merges = _learned([_abc_text(r) for _ in range(10)], 30)
+    abc = [[_abc_text(r), merges] for _ in range(8)]
+    yield Case("byte_tokens with the first 30 merges that tokenizers' BpeTrainer learns on 10 random texts of words "
+               "of the letters a, b, c between runs of one to three spaces, on 8 other such texts (exact)",
+               _each_request("byte_tokens", abc), each_call(abc, _byte_problem, what="texts"))

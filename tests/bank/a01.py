@@ -66,6 +66,89 @@ def _tokenizer(itos=_ITOS, encode=_ENCODE, decode=_DECODE):
     return _TOKENIZER.replace("{itos}", itos).replace("{encode}", encode).replace("{decode}", decode)
 
 
+_BYTES = """import re
+
+PIECE = re.compile(r\"\"\"'s|'t|'re|'ve|'m|'ll|'d| ?[^\\W\\d_]+| ?\\d+| ?(?:[^\\s\\w]|_)+|\\s+(?!\\S)|\\s+\"\"\")
+
+
+def byte_tokens(text, merges):
+{table}
+    ranks = {tuple(pair): rank for rank, pair in enumerate(merges)}
+    tokens = []
+    for piece in {pieces}:
+        symbols = {symbols}
+{merge}
+        tokens += symbols
+    return {out}
+"""
+_TABLE = """    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    byte_char, extra = {}, 0
+    for byte in range(256):
+        if byte in printable:
+            byte_char[byte] = chr(byte)
+        else:
+            byte_char[byte] = {other}
+            extra += 1"""
+_LOWEST_RANK = """        while len(symbols) > 1:
+            rank, i = min((ranks.get(p, len(ranks)), i) for i, p in enumerate(zip(symbols, symbols[1:])))
+            if rank == len(ranks):
+                break
+            symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]"""
+_LEFTMOST_KNOWN = """        i = 0
+        while i + 1 < len(symbols):
+            if (symbols[i], symbols[i + 1]) in ranks:
+                symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
+                i = 0
+            else:
+                i += 1"""
+_FIRST_ONLY = """        for a, b in merges:
+            for i in range(len(symbols) - 1):
+                if symbols[i] == a and symbols[i + 1] == b:
+                    symbols[i:i + 2] = [a + b]
+                    break"""
+_LATEST_FIRST = """        while True:
+            found = [(ranks[p], i) for i, p in enumerate(zip(symbols, symbols[1:])) if p in ranks]
+            if not found:
+                break
+            rank, i = max(found)
+            symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]"""
+_ALL_AT_ONCE = """        while len(symbols) > 1:
+            pair = min(zip(symbols, symbols[1:]), key=lambda p: ranks.get(p, float("inf")))
+            if pair not in ranks:
+                break
+            out, i = [], 0
+            while i < len(symbols):
+                if i + 1 < len(symbols) and (symbols[i], symbols[i + 1]) == pair:
+                    out.append(pair[0] + pair[1])
+                    i += 2
+                else:
+                    out.append(symbols[i])
+                    i += 1
+            symbols = out"""
+_IN_ORDER = """        for a, b in merges:
+            i = 0
+            while i + 1 < len(symbols):
+                if symbols[i] == a and symbols[i + 1] == b:
+                    symbols[i:i + 2] = [a + b]
+                i += 1"""
+_GPT2_TABLE = """    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(2 ** 8):
+        if b not in bs:
+            bs.append(b)
+            cs.append(2 ** 8 + n)
+            n += 1
+    byte_char = dict(zip(bs, map(chr, cs)))"""
+
+
+def _bytes(other="chr(256 + extra)", pieces="PIECE.findall(text)", symbols="[byte_char[b] for b in piece.encode('utf-8')]",
+           merge=_LOWEST_RANK, out="tokens", table=None):
+    table = _TABLE.replace("{other}", other) if table is None else table
+    return (_BYTES.replace("{table}", table).replace("{pieces}", pieces).replace("{symbols}", symbols)
+            .replace("{merge}", merge).replace("{out}", out))
+
+
 WRONG = {
     "ex1_answer": [
         ("no <sos>/<eos>", _by_hand(ids_apple="[8, 7, 5, 6]"), "starts with <sos>"),
@@ -158,9 +241,29 @@ WRONG = {
          _tokenizer(encode="torch.tensor([1] + [self.stoi.get(w, 3) for w in text.split()] + [2])"),
          "expected a list of int ids"),
     ],
+    "ex5_answer": [
+        ("no byte map", _bytes(symbols="list(piece)"), "the space becomes 'Ġ'"),
+        ("characters, not bytes", _bytes(symbols="[byte_char.get(ord(c), c) for c in piece]"), "not its characters"),
+        ("bytes read as Latin-1", _bytes(symbols="list(piece.encode('utf-8').decode('latin-1'))"),
+         "do not stand for themselves"),
+        ("chr(256 + byte)", _bytes(other="chr(256 + byte)"), "counted among"),
+        ("the counter never counts up", _bytes(table=_TABLE.replace("{other}", "chr(256)").replace(
+            "            extra += 1", "")), None),
+        ("merges across pieces", _bytes(pieces="[text]"), "never cross"),
+        ("split on white space", _bytes(pieces="text.split()"), "not text.split()"),
+        ("order of appearance", _bytes(merge=_LEFTMOST_KNOWN), "the one learned first"),
+        ("first occurrence only", _bytes(merge=_FIRST_ONLY), "not only the first"),
+        ("latest merge first", _bytes(merge=_LATEST_FIRST), None),
+        ("one str", _bytes(out="''.join(tokens)"), "expected a list of str"),
+    ],
 }
 
 RIGHT = {
+    "ex5_answer": [
+        ("GPT-2's loop: every occurrence of the lowest-ranked pair at once", _bytes(merge=_ALL_AT_ONCE)),
+        ("the merges one after another, in the order they were learned", _bytes(merge=_IN_ORDER)),
+        ("GPT-2's bytes_to_unicode", _bytes(table=_GPT2_TABLE)),
+    ],
     "ex1_answer": [
         ("numpy ids", "import numpy as np\n"
          "answers = {'ids_apple': [np.int64(i) for i in (1, 8, 7, 5, 6, 2)],\n"

@@ -15,7 +15,14 @@ exercise notebook can write ``from transformer.checks import check_attention``;
 
 from . import a00, a01, a02, a03, a04, a05, a06, a07, a08, a09, a10, a11, a12, a13
 from .a00 import RECURRENCE_KEYS, check_attend, check_elman_rnn, check_recurrence_by_hand
-from .a01 import BY_HAND_VOCAB, check_count_pairs, check_merge_pair, check_tokens_by_hand, check_word_tokenizer
+from .a01 import (
+    BY_HAND_VOCAB,
+    check_byte_tokens,
+    check_count_pairs,
+    check_merge_pair,
+    check_tokens_by_hand,
+    check_word_tokenizer,
+)
 from .a02 import (
     check_embed_one_hot,
     check_embedding_module,
@@ -89,7 +96,8 @@ __all__ = [
     # chapter 0
     "check_recurrence_by_hand", "check_attend", "check_elman_rnn", "RECURRENCE_KEYS",
     # chapter 1
-    "check_tokens_by_hand", "check_count_pairs", "check_merge_pair", "check_word_tokenizer", "BY_HAND_VOCAB",
+    "check_tokens_by_hand", "check_count_pairs", "check_merge_pair", "check_word_tokenizer", "check_byte_tokens",
+    "BY_HAND_VOCAB",
     # chapter 2
     "check_one_hot_by_hand", "check_rms_scales", "check_embed_one_hot", "check_embedding_module",
     "one_hot_exercise_inputs",

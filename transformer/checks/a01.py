@@ -7,13 +7,14 @@ from collections.abc import Callable
 
 import torch
 
+from ..byte_bpe import ByteBPETokenizer
 from ..tokenization import SPECIAL_TOKENS, Vocabulary, WordTokenizer, count_pairs, merge_pair
 from .answers import count_differences, counts_form, dict_problems, plain_counts, require_keys, show
 from .core import Mistake, as_int, call, compare, fail, outputs, report, values_of
-from .mistakes.a01 import COUNT_PAIRS_MISTAKES, MERGE_PAIR_MISTAKES, WORD_TOKENIZER_MISTAKES
+from .mistakes.a01 import BYTE_TOKENS_MISTAKES, COUNT_PAIRS_MISTAKES, MERGE_PAIR_MISTAKES, WORD_TOKENIZER_MISTAKES
 
 __all__ = ["check_tokens_by_hand", "check_count_pairs", "check_merge_pair", "check_word_tokenizer",
-           "BY_HAND_VOCAB"]
+           "check_byte_tokens", "BY_HAND_VOCAB"]
 
 # Exercise 1: the vocabulary the ids are read from (id = position in the list).
 BY_HAND_VOCAB = ("<pad>", "<sos>", "<eos>", "<unk>", "a", "an", "apple", "ate", "I", "pear", "you")
@@ -81,16 +82,14 @@ def check_tokens_by_hand(answers) -> None:
 
 # ---------------------------------------------------------------- counting pairs
 
-def _pairs_cases():
-    words = {("l", "o", "w"): 5, ("lo", "w", "e", "r"): 2, ("b", "a", "n", "a", "n", "a"): 3, ("n", "e", "w"): 1,
-             ("a",): 4}
-    return [("five words", words), ("no pairs", {("a",): 3, ("lo",): 1}), ("empty", {})]
+PAIRS_CASES = (("five words", {("l", "o", "w"): 5, ("lo", "w", "e", "r"): 2, ("b", "a", "n", "a", "n", "a"): 3,
+                               ("n", "e", "w"): 1, ("a",): 4}), ("no pairs", {("a",): 3, ("lo",): 1}), ("empty", {}))
 
 
 def check_count_pairs(fn: Callable) -> None:
     """``fn(words)`` for ``words = {(symbol, ...): frequency}`` must count each adjacent pair, weighted by frequency."""
     __tracebackhide__ = True
-    for case, words in _pairs_cases():
+    for case, words in PAIRS_CASES:
         given = copy.deepcopy(words)
         got = call(fn, (given,), f"count_pairs ({case})")
         if given != words:
@@ -168,22 +167,15 @@ def check_merge_pair(fn: Callable) -> None:
 # ---------------------------------------------------------------- a word-level tokenizer
 
 TOKENIZER_TEXTS = ("I ate an apple", "you ate a pear", "I ate a pear and an apple")
-
-
-def _encoded(cls, texts, text: str) -> list[int]:
-    return cls(texts).encode(text)
-
-
 _TOKENIZER = "WordLevelTokenizer"
 
 
 def _check_vocabulary(tok, ours: WordTokenizer, texts: list[str]) -> None:
     """``itos``: the specials, then each word once, in order of first appearance; ``stoi`` its inverse."""
     __tracebackhide__ = True
-    name = _TOKENIZER
     itos = tok.itos
     if not isinstance(itos, list) or not all(isinstance(t, str) for t in itos):
-        fail(f"✗ {name}.itos", [f"expected a list of str (token of each id), got {show(itos)}"])
+        fail(f"✗ {_TOKENIZER}.itos", [f"expected a list of str (token of each id), got {show(itos)}"])
     if itos != ours.vocab.itos:
         problems = []
         if len(itos) != len(ours.vocab.itos):
@@ -202,54 +194,52 @@ def _check_vocabulary(tok, ours: WordTokenizer, texts: list[str]) -> None:
             problems.append("Hint: each word enters the vocabulary once, the first time it appears.")
         elif sorted(itos[4:]) == sorted(ours.vocab.itos[4:]) and itos[4:] == sorted(set(words), key=str):
             problems.append("Hint: words take ids in the order of their first appearance, not sorted.")
-        report(f"{name}.itos", problems)
+        report(f"{_TOKENIZER}.itos", problems)
     if tok.stoi != ours.vocab.stoi:
-        report(f"{name}.stoi", ["stoi must map each token to its id: stoi[itos[i]] == i for every id i"])
+        report(f"{_TOKENIZER}.stoi", ["stoi must map each token to its id: stoi[itos[i]] == i for every id i"])
 
 
 def _check_encode(tok, ours: WordTokenizer, texts: list[str]) -> None:
     """``encode``: ``<sos>``, one id per word (``<unk>`` for a word never seen), ``<eos>``."""
     __tracebackhide__ = True
-    name = _TOKENIZER
     for text in ("I ate an apple", "an apple and a pear", "you ate a banana", "a banana and an orange", ""):
         try:
             got = tok.encode(text)
         except KeyError as exc:
-            fail(f"✗ {name}.encode({text!r}) raised KeyError: {exc}",
+            fail(f"✗ {_TOKENIZER}.encode({text!r}) raised KeyError: {exc}",
                  ["Hint: a word that is not in the vocabulary must become <unk> (id 3); try stoi.get(word, 3)."])
         except Exception as exc:  # noqa: BLE001 - any error in student code is feedback
-            fail(f"✗ {name}.encode({text!r}) raised {type(exc).__name__}: {exc}",
+            fail(f"✗ {_TOKENIZER}.encode({text!r}) raised {type(exc).__name__}: {exc}",
                  ["fix the error above, then run this cell again"])
         expected = ours.encode(text)
         if isinstance(got, list) and [as_int(i) for i in got] == expected:
             continue
         if not isinstance(got, list) or not all(as_int(i) is not None for i in got):
             kind = type(got).__name__ if not isinstance(got, list) else "a list with non-int items"
-            report(f"{name}.encode({text!r})", [f"expected a list of int ids, got {kind}"])
-        wrong_ids = outputs(WORD_TOKENIZER_MISTAKES, texts, text, run=_encoded)
+            report(f"{_TOKENIZER}.encode({text!r})", [f"expected a list of int ids, got {kind}"])
+        wrong_ids = outputs(WORD_TOKENIZER_MISTAKES, texts, text, run=lambda cls, *a: cls(a[0]).encode(a[1]))
         problems = compare(got, torch.tensor(expected, dtype=torch.float64), ("token",), atol=0.0, rtol=0.0,
                            what=f"encode({text!r})",
                            mistakes={h: torch.tensor(m, dtype=torch.float64) for h, m in wrong_ids.items() if m})
-        report(f"{name}.encode({text!r})", problems or ["the ids differ from the expected ones"])
+        report(f"{_TOKENIZER}.encode({text!r})", problems or ["the ids differ from the expected ones"])
 
 
 def _check_decode(tok, ours: WordTokenizer) -> None:
     """``decode``: the words of the ids, joined by single spaces, without the special tokens."""
     __tracebackhide__ = True
-    name = _TOKENIZER
     for ids in ([1, 4, 5, 6, 7, 2], [1, 8, 5, 9, 10, 2, 0, 0], [1, 4, 5, 3, 3, 2], [0, 0]):
-        got = call(tok.decode, (list(ids),), f"{name}.decode({ids})")
+        got = call(tok.decode, (list(ids),), f"{_TOKENIZER}.decode({ids})")
         expected = ours.decode(ids)
         if got == expected:
             continue
         if not isinstance(got, str):
-            report(f"{name}.decode({ids})", [f"expected a str, got {type(got).__name__}"])
+            report(f"{_TOKENIZER}.decode({ids})", [f"expected a str, got {type(got).__name__}"])
         problems = ["the decoded text is wrong"]
         if any(s in got for s in SPECIAL_TOKENS):
             problems.append("Hint: decode skips the four special tokens, <unk> included.")
         elif got.replace(" ", "") == expected.replace(" ", ""):
             problems.append("Hint: join the tokens with single spaces: ' '.join(words).")
-        report(f"{name}.decode({ids})", problems)
+        report(f"{_TOKENIZER}.decode({ids})", problems)
 
 
 def check_word_tokenizer(cls) -> None:
@@ -267,9 +257,43 @@ def check_word_tokenizer(cls) -> None:
     report(_TOKENIZER, [])
 
 
+# ---------------------------------------------------------------- byte-level BPE
+
+BYTE_TEXTS = ("I ate 2 apples, didn't I?  Yes: café 日本 🦜\n", "the banana theme:  then bananas\n\n")
+BYTE_MERGES = (("h", "e"), ("a", "n"), ("Ġ", "Ġ"), ("t", "h"), ("Ġ", "b"), ("Ċ", "Ċ"), ("Ġ", "t"), ("th", "e"),
+               ("Ġb", "an"))  # as if learned: each symbol a byte or made by an earlier merge
+
+
+def check_byte_tokens(fn: Callable) -> None:
+    """``fn(text, merges)`` must give the tokens of :meth:`~transformer.byte_bpe.ByteBPETokenizer.tokenize`."""
+    __tracebackhide__ = True
+    learned = ByteBPETokenizer.train(BYTE_TEXTS * 3, 256 + 30).merges
+    cases = [("no merges", BYTE_TEXTS[0], []), ("the example's 9 merges", BYTE_TEXTS[1], list(BYTE_MERGES)),
+             ("30 merges learned on these two texts", "".join(BYTE_TEXTS), learned)]
+    for case, text, merges in cases:
+        name = f"byte_tokens({text!r}) with {case}"
+        got = call(fn, (text, list(merges)), name)
+        want = ByteBPETokenizer(merges).tokenize(text)
+        if not isinstance(got, list) or not all(isinstance(t, str) for t in got):
+            fail(f"✗ {name}", [f"expected a list of str (the tokens), got {show(got)}"])
+        if got == want:
+            continue
+        if "".join(got) != "".join(want):
+            problems = ["the tokens do not spell the text: joined, they must give its UTF-8 bytes, one printable "
+                        "character per byte (GPT-2's map)"]
+        else:
+            at = next(i for i, (a, b) in enumerate(zip(got + [""], want + [""])) if a != b)
+            problems = [f"the tokens spell the text, but they are merged wrongly from token {at} on"]
+        problems += [f"Hint: {hint}" for hint, wrong in outputs(BYTE_TOKENS_MISTAKES, text, merges).items()
+                     if wrong == got][:1]
+        report(name, problems)
+    report("byte_tokens", [])
+
+
 MISTAKES = {
     "check_tokens_by_hand": BY_HAND_MISTAKES,
     "check_count_pairs": COUNT_PAIRS_MISTAKES,
     "check_merge_pair": MERGE_PAIR_MISTAKES,
     "check_word_tokenizer": WORD_TOKENIZER_MISTAKES,
+    "check_byte_tokens": BYTE_TOKENS_MISTAKES,
 }

@@ -7,6 +7,7 @@ changed). :mod:`transformer.checks.a01` runs them on its inputs and names the on
 
 from __future__ import annotations
 
+from ...byte_bpe import BYTE_TO_CHAR, PIECE
 from ...tokenization import WordTokenizer
 from ..core import Mistake
 
@@ -125,4 +126,65 @@ WORD_TOKENIZER_MISTAKES = [
     Mistake("unknown words dropped", "an unknown word still takes its place: it becomes <unk> (id 3).",
             _UnknownWordsDropped),
     Mistake("unknown words as pad", "an unknown word becomes <unk> (id 3), not <pad> (id 0).", _UnknownWordsAsPad),
+]
+
+
+def _lowest_rank_first(symbols, ranks):
+    """The right order: the earliest-learned pair of the piece first, the leftmost among equals, until none is left."""
+    while len(symbols) > 1:
+        rank, i = min((ranks.get(p, len(ranks)), i) for i, p in enumerate(zip(symbols, symbols[1:])))
+        if rank == len(ranks):
+            break
+        symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
+    return symbols
+
+
+def _leftmost_known_first(symbols, ranks):
+    while (i := next((i for i, p in enumerate(zip(symbols, symbols[1:])) if p in ranks), None)) is not None:
+        symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
+    return symbols
+
+
+def _first_occurrence_of_each(symbols, ranks):
+    for pair in ranks:  # in rank order, once each
+        i = next((i for i, p in enumerate(zip(symbols, symbols[1:])) if p == pair), None)
+        if i is not None:
+            symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
+    return symbols
+
+
+def _utf8_chars(piece):
+    return [BYTE_TO_CHAR[b] for b in piece.encode("utf-8")]
+
+
+def _byte_tokens(chars=_utf8_chars, pieces=PIECE.findall, merge=_lowest_rank_first):
+    """``byte_tokens(text, merges)`` with one step swapped for a wrong one."""
+    def byte_tokens(text, merges):
+        ranks = {tuple(pair): rank for rank, pair in enumerate(merges)}
+        return [token for piece in pieces(text) for token in merge(list(chars(piece)), ranks)]
+    return byte_tokens
+
+
+BYTE_TOKENS_MISTAKES = [
+    Mistake("no byte map", "write each piece as its UTF-8 bytes, one printable character per byte (GPT-2's map): "
+            "the space becomes 'Ġ', 'é' the two characters 'Ã©'.", _byte_tokens(chars=list)),
+    Mistake("characters, not bytes", "map the UTF-8 bytes of a piece, piece.encode('utf-8'), not its characters: "
+            "'é' is two bytes, 'Ã©', and '日' three.", _byte_tokens(chars=lambda p: [BYTE_TO_CHAR.get(ord(c), c)
+                                                                                      for c in p])),
+    Mistake("bytes as Latin-1", "the 68 bytes that are not printable (the space, the newline, the controls, bytes 127 "
+            "to 160 and 173) do not stand for themselves: they get chr(256), chr(257), ... in byte order, so the "
+            "space is 'Ġ'.", _byte_tokens(chars=lambda p: p.encode("utf-8").decode("latin-1"))),
+    Mistake("chr(256 + byte)", "the 68 bytes that are not printable get chr(256), chr(257), ... counted among "
+            "themselves: byte 127 gets chr(289), not chr(256 + 127).",
+            _byte_tokens(chars=lambda p: [BYTE_TO_CHAR[b] if ord(BYTE_TO_CHAR[b]) < 256 else chr(256 + b)
+                                          for b in p.encode("utf-8")])),
+    Mistake("merges across pieces", "cut the text into pieces with PIECE.findall(text) first: merges never cross "
+            "from one piece to the next.", _byte_tokens(pieces=lambda text: [text])),
+    Mistake("split on white space", "cut the text with PIECE.findall(text), not text.split(): a piece keeps the "
+            "space before it (it becomes 'Ġ') and punctuation is a piece of its own.", _byte_tokens(pieces=str.split)),
+    Mistake("order of appearance", "apply the merges by rank: of the pairs in a piece, merge the one learned first "
+            "(the lowest index in merges), not the leftmost pair that has a merge.",
+            _byte_tokens(merge=_leftmost_known_first)),
+    Mistake("first occurrence only", "merge every occurrence of a pair in a piece, not only the first.",
+            _byte_tokens(merge=_first_occurrence_of_each)),
 ]

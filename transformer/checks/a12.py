@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 
 from ..flash import online_steps
-from .core import Mistake, call, compare, fail, hide_positions, outputs, report, values_of
+from .answers import check_numbers_by_hand
+from .core import Mistake, call, compare, fail, outputs, report
 from .mistakes.a12 import CACHE_MISTAKES, ONLINE_MISTAKES, REPEAT_KV_MISTAKES, SWIGLU_MISTAKES
 
 __all__ = ["check_online_by_hand", "check_online_softmax_attention", "check_cache_step", "check_repeat_kv",
@@ -67,16 +68,9 @@ ONLINE_BY_HAND_MISTAKES = _online_by_hand_mistakes()
 def check_online_by_hand(answer) -> None:
     """``answer = {"m1", "l1", "m2", "l2"}``: the running maximum and sum after each tile, each within 1e-3."""
     __tracebackhide__ = True
-    if not isinstance(answer, dict) or not set(BY_HAND_KEYS) <= set(answer):
-        fail("✗ online softmax by hand", [f"expected a dict with the keys {', '.join(map(repr, BY_HAND_KEYS))}, "
-                                          f"got {type(answer).__name__}; keep the last line of the answer cell"])
     right = online_by_hand()
-    problems = []
-    for key in BY_HAND_KEYS:
-        found = compare(answer[key], torch.tensor(right[key], dtype=torch.float64), (), atol=BY_HAND_TOLERANCE,
-                        rtol=0.0, mistakes=values_of(ONLINE_BY_HAND_MISTAKES, key), what=key)
-        problems += hide_positions(found)
-    report("online softmax by hand", problems)
+    check_numbers_by_hand("online softmax by hand", answer, {k: right[k] for k in BY_HAND_KEYS},
+                          ONLINE_BY_HAND_MISTAKES, BY_HAND_TOLERANCE)
 
 
 # ----------------------------------------------------------------------------- exercise 2

@@ -12,7 +12,8 @@ from collections.abc import Callable
 import torch
 
 from ..induction import induction_scores, previous_token_scores
-from .core import Mistake, call, compare, fail, hide_positions, outputs, report, values_of
+from .answers import check_numbers_by_hand
+from .core import Mistake, call, compare, fail, outputs, report
 from .mistakes.a13 import DLA_MISTAKES, INDUCTION_MISTAKES, RESTORED_MISTAKES
 
 __all__ = ["check_scores_by_hand", "check_induction_score", "check_direct_logit_attribution",
@@ -75,16 +76,9 @@ SCORES_BY_HAND_MISTAKES = _scores_by_hand_mistakes()
 def check_scores_by_hand(answer) -> None:
     """``answer = {"previous": ..., "induction": ...}``: the two scores of the exercise's pattern, each within 1e-3."""
     __tracebackhide__ = True
-    if not isinstance(answer, dict) or not set(BY_HAND_KEYS) <= set(answer):
-        fail("✗ scores by hand", [f"expected a dict with the keys {', '.join(map(repr, BY_HAND_KEYS))}, "
-                                  f"got {type(answer).__name__}; keep the last line of the answer cell"])
     right = scores_by_hand()
-    problems = []
-    for key in BY_HAND_KEYS:
-        found = compare(answer[key], torch.tensor(right[key], dtype=torch.float64), (), atol=BY_HAND_TOLERANCE,
-                        rtol=0.0, mistakes=values_of(SCORES_BY_HAND_MISTAKES, key), what=key)
-        problems += hide_positions(found)
-    report("scores by hand", problems)
+    check_numbers_by_hand("scores by hand", answer, {k: right[k] for k in BY_HAND_KEYS}, SCORES_BY_HAND_MISTAKES,
+                          BY_HAND_TOLERANCE)
 
 
 # ----------------------------------------------------------------------------- exercise 2

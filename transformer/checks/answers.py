@@ -7,16 +7,32 @@ from collections.abc import Sequence
 
 import torch
 
-from .core import as_int, fail
+from .core import as_int, compare, fail, hide_positions, report, values_of
 
 __all__ = ["show", "require_keys", "counts_form", "count_differences", "plain_counts", "dict_problems", "as_ids",
-           "as_ints", "CountedCalls"]
+           "as_ints", "CountedCalls", "check_numbers_by_hand"]
 
 
 def show(value, limit: int = 60) -> str:
     """``repr(value)``, cut to ``limit`` characters."""
     text = repr(value)
     return text if len(text) <= limit else text[:limit] + "..."
+
+
+def check_numbers_by_hand(name: str, answer, right: dict[str, float], mistakes, tolerance: float) -> None:
+    """An answer worked by hand, ``answer = {key: number}`` with the keys of ``right``: each number within
+    ``tolerance`` of ``right[key]``, and the known mistakes (``Mistake`` s whose ``part`` is a key) named."""
+    __tracebackhide__ = True
+    keys = list(right)
+    if not isinstance(answer, dict) or not set(keys) <= set(answer):
+        fail(f"✗ {name}", [f"expected a dict with the keys {', '.join(map(repr, keys))}, got {type(answer).__name__}; "
+                           "keep the last line of the answer cell"])
+    problems = []
+    for key in keys:
+        found = compare(answer[key], torch.tensor(right[key], dtype=torch.float64), (), atol=tolerance, rtol=0.0,
+                        mistakes=values_of(mistakes, key), what=key)
+        problems += hide_positions(found)
+    report(name, problems)
 
 
 def require_keys(name: str, answer, keys: Sequence[str]) -> None:

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from ._validate import require_positive_int
-from .tokenization import _count_pairs, _merge_pair
+from .tokenization import apply_merges, merge_steps
 
 # GPT-2's pattern (openai/gpt-2, src/encoder.py), written for the third-party ``regex`` module:
 GPT2_PATTERN = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
@@ -101,21 +101,16 @@ class ByteBPETokenizer:
         words = {tuple(w): c for w, c in counts.items()}
         order = {char: i for i, char in enumerate(sorted(BYTE_TO_CHAR.values()))}  # the id of every token
         merges: list[tuple[str, str]] = []
-        while len(order) < vocab_size:
-            pairs = _count_pairs(words)
-            if not pairs:
-                break
-            best = min(pairs, key=lambda p: (-pairs[p], order[p[0]], order[p[1]]))
+        steps = merge_steps(words, order, "vocab_order")  # adds each merged token to order as it is made
+        while len(order) < vocab_size and (best := next(steps, None)) is not None:
             merges.append(best)
-            order.setdefault(best[0] + best[1], len(order))
-            words = _merge_pair(best, words)
         return cls(merges)
 
     def tokenize(self, text: str) -> list[str]:
         """The tokens of ``text`` (a str), as byte-character strings: ``"I ate"`` -> ``["I", "Ġate"]`` once
         ``"Ġate"`` has been learned."""
         _require_text(text)
-        return [t for piece in _pre_tokenize(text) for t in self._merge_word(to_byte_chars(piece))]
+        return [t for piece in _pre_tokenize(text) for t in apply_merges(to_byte_chars(piece), self.ranks)]
 
     def encode(self, text: str) -> list[int]:
         """The ids of ``text`` (a str), a list of int in ``[0, vocab_size)``; any text, no ``<unk>``."""
@@ -127,18 +122,6 @@ class ByteBPETokenizer:
         ids = _require_ids(ids, len(self.vocab))
         data = bytes(CHAR_TO_BYTE[c] for i in ids for c in self.tokens[i])
         return data.decode("utf-8", errors="replace")
-
-    def _merge_word(self, word: str) -> list[str]:
-        """Apply the learned merges to one byte-character ``word``: the earliest-learned pair first, leftmost
-        first among equals, until no learned pair is left."""
-        symbols = list(word)
-        while len(symbols) > 1:
-            rank, i = min((self.ranks.get(p, len(self.ranks)), i) for i, p in enumerate(zip(symbols, symbols[1:])))
-            if rank == len(self.ranks):
-                break
-            symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
-        return symbols
-
 
 def _pre_tokenize(text: str) -> list[str]:
     """:func:`pre_tokenize` without the check."""

@@ -18,7 +18,7 @@ of a model and to replace some of them (patching, ablation).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 
 import torch
@@ -73,14 +73,21 @@ def recorded_attention(modules: dict[str, nn.Module]):
     draws new ones.
     """
     def register(module, append):
-        def hook(mod, args, kwargs, output):
-            with torch.no_grad():
-                _, weights = mod.forward(*args, **{**kwargs, "return_weights": True})  # forward() skips the hooks
-            append(weights.detach())
-
-        return module.register_forward_hook(hook, with_kwargs=True)
+        return module.register_forward_hook(weights_hook(append), with_kwargs=True)
 
     return _hooked(modules, MultiHeadAttention, "a MultiHeadAttention", register)
+
+
+def weights_hook(take: Callable[[torch.Tensor], object]):
+    """A forward hook (``with_kwargs=True``) for a :class:`~transformer.multihead.MultiHeadAttention` that hands
+    ``take`` the weights ``(batch, heads, T_q, T_k)`` of each call: it calls the module's ``forward`` again with
+    ``return_weights=True``, without gradients (``forward`` itself skips the hooks)."""
+    def hook(mod, args, kwargs, output):
+        with torch.no_grad():
+            _, weights = mod.forward(*args, **{**kwargs, "return_weights": True})
+        take(weights.detach())
+
+    return hook
 
 
 def attention_modules(model: nn.Module, kind: str | None = None) -> dict[str, MultiHeadAttention]:

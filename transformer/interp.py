@@ -27,6 +27,7 @@ from torch import nn
 
 from ._validate import require_choice, require_int, require_tensor, shape_str
 from .blocks import SelfAttentionStack
+from .hooks import weights_hook
 from .modes import eval_mode
 
 Patch = Callable[[torch.Tensor], torch.Tensor] | torch.Tensor
@@ -153,10 +154,7 @@ def _register(module: nn.Module, where: str, name: str, store: dict | None, patc
         return act
 
     if where == "pattern":
-        def pattern(mod, args, kwargs, out):
-            _, weights = mod.forward(*args, **{**kwargs, "return_weights": True})  # forward() skips these hooks
-            apply(weights)
-        return module.register_forward_hook(pattern, with_kwargs=True)
+        return module.register_forward_hook(weights_hook(apply), with_kwargs=True)
     if where == "output":
         return module.register_forward_hook(lambda mod, args, out: apply(out))
     if where == "z":  # W^O reads the heads concatenated: show them one by one

@@ -1,14 +1,15 @@
 """Tokenization: text -> tokens -> ids, and back (chapter 1).
 
-Two tokenizers are taught: a word-level one with a vocabulary and special
-tokens, and byte-pair encoding (BPE) trained from scratch.
+Two tokenizers are taught: a word-level one with a vocabulary and special tokens, and byte-pair encoding
+(BPE) trained from scratch; :mod:`transformer.byte_bpe` runs the same BPE steps on bytes.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 
 import torch
 
@@ -182,6 +183,31 @@ def _merge_pair(pair: tuple[str, str], words: dict[tuple[str, ...], int]) -> dic
     return merged
 
 
+def merge_steps(words: dict[tuple[str, ...], int], order: dict[str, int], tie_break: str) -> Iterator:
+    """The merges of BPE training on ``words``, one per step, until no pair is left: each step merges the most
+    frequent adjacent pair; ties go to the alphabetically first pair (``"alphabetical"``) or to the pair whose
+    symbols have the smaller ids in ``order`` (``"vocab_order"``). ``order`` (symbol -> id) gains each merged
+    symbol before the step is yielded. Shared by :class:`BPETokenizer` and the byte-level tokenizer."""
+    while pairs := _count_pairs(words):
+        best = min(pairs, key=(lambda p: (-pairs[p], p)) if tie_break == "alphabetical" else
+                   (lambda p: (-pairs[p], order[p[0]], order[p[1]])))
+        order.setdefault(best[0] + best[1], len(order))
+        words = _merge_pair(best, words)
+        yield best
+
+
+def apply_merges(word: str, ranks: dict[tuple[str, str], int]) -> list[str]:
+    """``word`` split into its characters, then the learned merges applied (``ranks``: pair -> the step it was
+    learned at): the earliest-learned pair first, the leftmost among equals, until none is left."""
+    symbols = list(word)
+    while len(symbols) > 1:
+        rank, i = min((ranks.get(p, len(ranks)), i) for i, p in enumerate(zip(symbols, symbols[1:])))
+        if rank == len(ranks):
+            break
+        symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
+    return symbols
+
+
 class BPETokenizer:
     """Byte-pair encoding learned from a corpus: ``merges`` in the order they were learned.
 
@@ -216,44 +242,20 @@ class BPETokenizer:
 
     @classmethod
     def train(cls, texts: Iterable[str], n_merges: int, tie_break: str = "alphabetical") -> "BPETokenizer":
-        """Learn ``n_merges`` merges from the words of ``texts`` (split on white space).
-
-        Each step merges the most frequent adjacent pair. Pairs that tie in frequency go to
-        the alphabetically first pair (``tie_break="alphabetical"``), or to the pair whose
-        symbols entered the vocabulary first (``tie_break="vocab_order"``: characters in
-        code-point order, then merged symbols in the order they were made), which is the
-        rule of the ``tokenizers`` library (see the class docstring).
-        """
+        """Learn ``n_merges`` merges from the words of ``texts`` (split on white space), by :func:`merge_steps`;
+        with ``tie_break="vocab_order"`` the symbols' ids are the characters in code-point order, then the merged
+        symbols as they are made: the rule of the ``tokenizers`` library (see the class docstring)."""
         _require_training(texts, n_merges, tie_break)
         counts = Counter(w for text in texts for w in text.split())
         words = {tuple(w): c for w, c in counts.items()}
         alphabet = {ch for w in words for ch in w}
         order = {ch: i for i, ch in enumerate(sorted(alphabet))}  # the rank of each symbol in the vocabulary
-        merges = []
-        for _ in range(n_merges):
-            pairs = _count_pairs(words)
-            if not pairs:
-                break
-            if tie_break == "alphabetical":
-                best = min(pairs, key=lambda p: (-pairs[p], p))
-            else:
-                best = min(pairs, key=lambda p: (-pairs[p], order[p[0]], order[p[1]]))
-            merges.append(best)
-            order.setdefault(best[0] + best[1], len(order))
-            words = _merge_pair(best, words)
+        merges = list(islice(merge_steps(words, order, tie_break), n_merges))
         return cls(merges, alphabet)
 
     def tokenize_word(self, word: str) -> list[str]:
         """Split ``word`` into characters, then apply the learned merges, earliest merge first."""
-        symbols = list(word)
-        while len(symbols) > 1:
-            ranked = [(self.ranks.get(p, len(self.ranks)), i)
-                      for i, p in enumerate(zip(symbols, symbols[1:]))]
-            rank, i = min(ranked)
-            if rank == len(self.ranks):
-                break
-            symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
-        return symbols
+        return apply_merges(word, self.ranks)
 
     def tokenize(self, text: str) -> list[str]:
         return [s for w in text.split() for s in self.tokenize_word(w)]

@@ -149,6 +149,7 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
         seed_source = "the last run's"
     work = _folders(out, keep_results=bool(opts.only or opts.resume))
     os.environ["PATH"] = venv_env()["PATH"]
+    sandbox.compile_bytecode()
     try:
         release_path, db_url, max_points = gradebook.prepare(work, assignment, timeout)
     except RuntimeError as exc:

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +112,22 @@ def test_an_unprivileged_uid_when_grading_as_root(facts):
 def test_a_refusal_names_what_is_missing(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     assert "bubblewrap (bwrap) is not installed" in sandbox.why_unavailable()
+
+
+def test_the_grader_compiles_the_bytecode_a_kernel_cannot_write(tmp_path, monkeypatch):
+    """A kernel reads the package read-only and writes no bytecode; the grader leaves a valid ``.pyc`` beside
+    every module first (with PYTHONDONTWRITEBYTECODE set, as the kernel's own environment has it)."""
+    import importlib.util
+    import struct
+
+    copy = tmp_path / "transformer"
+    shutil.copytree(sandbox.PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    sandbox.compile_bytecode((copy,))
+    sources = sorted(copy.rglob("*.py"))
+    assert len(sources) > 40
+    for source in sources:
+        cached = Path(importlib.util.cache_from_source(str(source)))
+        header = cached.read_bytes()[:16]
+        assert header[:4] == importlib.util.MAGIC_NUMBER, source
+        assert struct.unpack("<I", header[8:12])[0] == int(source.stat().st_mtime) & 0xFFFFFFFF, source

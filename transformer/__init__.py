@@ -29,7 +29,6 @@ trained once for the chapters: :mod:`transformer.pretrained`. Pictures and explo
 :mod:`transformer.viz`; the exercises' checks: :mod:`transformer.checks`.
 """
 
-from . import viz
 from .attention import scaled_dot_product_attention
 from .blocks import Decoder, DecoderBlock, Encoder, EncoderBlock, SelfAttentionStack
 from .byte_bpe import ByteBPETokenizer
@@ -69,6 +68,15 @@ from .tokenization import (
 from .train import sequence_loss, teacher_forcing, train_step
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``T.viz`` and ``T.checks``, imported when first used: a graded kernel that draws nothing skips them."""
+    if name in ("viz", "checks"):
+        import importlib
+
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "viz",

@@ -44,13 +44,13 @@ class Book:
         nb = nbformat.reads(record["notebook"], as_version=4)
         self.notebooks[sub.student] = nb
         write_page(self.out, self.assignment, sub.student, nb, judged, sub.problems, self.flagged[sub.student],
-                   self.db_url, sandboxed=not self.unsafe)
+                   held, sandboxed=not self.unsafe)
 
 
 def write_page(out: Path, assignment: str, student: str, nb, verdicts: dict, problems: list[str], flags: list[str],
-               db_url: str, sandboxed: bool) -> None:
+               held: gradebook.Recorded, sandboxed: bool) -> None:
     """``feedback/<student>.html``: the notebook as it ran, its verdicts, and the notes (problems, then the flags the
-    grader read), with the gradebook's points (those given by hand included)."""
+    grader read), with the points the gradebook ``held`` (those given by hand included)."""
     notes = [*problems, *(f"read by the grader: {f}" for f in flags)]
-    page = feedback.page(nb, verdicts, notes, assignment, student, db_url, sandboxed=sandboxed)
+    page = feedback.page(nb, verdicts, notes, assignment, student, held, sandboxed=sandboxed)
     (out / "feedback" / f"{student}.html").write_text(page, encoding="utf-8")

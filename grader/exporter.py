@@ -1,4 +1,5 @@
-"""The feedback page's exporter: nbconvert's HTML exporter and nbgrader's GetGrades, each with one change.
+"""The feedback page's exporter: nbconvert's HTML exporter and nbgrader's GetGrades, changed where they took a page's
+time (a grading run makes one page per student while the workers grade).
 
 Imported only when the first page is made (nbconvert takes a second to import).
 """
@@ -7,39 +8,52 @@ from __future__ import annotations
 
 import re
 
+import nbformat
 from nbconvert.exporters import HTMLExporter, TemplateExporter
 from nbconvert.filters.highlight import Highlight2HTML
 from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
 from nbgrader.preprocessors import GetGrades
 from nbgrader.preprocessors.base import NbGraderPreprocessor
 
-from grader.gradebook import opened
-
 NO_ALT = re.compile(r"<img(?![^>]*\balt=)", re.I)  # an image without alternative text (the scan stops at its ">")
 DEFAULT_ALT = "No description has been provided for this image"  # nbconvert's words
 
 
-class RunGrades(GetGrades):
-    """nbgrader's GetGrades (each cell's score and comment, the notebook's score) read from the run's open
-    gradebook (``grader.gradebook.opened``) instead of one opened and closed for every page."""
+class GivenGrades(GetGrades):
+    """nbgrader's GetGrades (each cell's score and comment, the notebook's score) from the grades the page is given,
+    ``resources["nbgrader"]["grades"]`` (a :class:`grader.gradebook.Recorded`, read from the run's gradebook when
+    the points were written), instead of one gradebook query per cell."""
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
-        self.notebook_id, self.assignment_id, self.student_id = info["notebook"], info["assignment"], info["student"]
-        self.gradebook = opened(info["db_url"])
+        self.given = info["grades"]
         nb, resources = NbGraderPreprocessor.preprocess(self, nb, resources)  # the cells, by GetGrades' own rule
-        notebook = self.gradebook.find_submission_notebook(self.notebook_id, self.assignment_id, self.student_id)
-        penalty = notebook.late_submission_penalty or 0
-        info.update(score=notebook.score - penalty, max_score=notebook.max_score, late_penalty=penalty)
-        self.gradebook.db.rollback()  # a page only reads: nothing of it stays in the session
+        info.update(score=self.given.score - self.given.late_penalty, max_score=self.given.max_score,
+                    late_penalty=self.given.late_penalty)
         return nb, resources
+
+    def _get_comment(self, cell, resources) -> None:
+        cell.metadata.nbgrader["comment"] = self.given.comments[cell.metadata.nbgrader["grade_id"]]
+
+    def _get_score(self, cell, resources) -> None:
+        gid = cell.metadata.nbgrader["grade_id"]
+        cell.metadata.nbgrader["score"], cell.metadata.nbgrader["points"] = (self.given.points[gid],
+                                                                             self.given.max_points[gid])
 
 
 class FeedbackExporter(HTMLExporter):
     """HTMLExporter without its last pass, which parses and writes out the whole page again with BeautifulSoup (half
     of a page's time) to give images an alternative text and make the lab template's cells focusable: the feedback
     template is the classic one (nothing to make focusable), and the images get nbconvert's alternative text here,
-    on the text."""
+    on the text. The notebook is validated once, before the preprocessors, not again after each of them (a dozen
+    times a page)."""
+
+    def _preprocess(self, nb, resources):
+        nbformat.validate(nb, relax_add_props=True)
+        return super()._preprocess(nb, resources)
+
+    def _validate_preprocessor(self, nbc, preprocessor) -> None:
+        """Nothing: our preprocessors only fill in metadata and drop nothing the schema needs."""
 
     def from_notebook_node(self, nb, resources=None, **kw):
         info = nb.metadata.get("language_info", {})

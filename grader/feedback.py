@@ -1,6 +1,6 @@
 """Step 5: feedback pages a student can act on, which give nothing away and run no student script.
 
-The page is nbgrader's feedback page (its template and its scores from the gradebook) for the
+The page is nbgrader's feedback page (its template, and the scores the gradebook holds, given to it) for the
 submission as it ran in the sandbox, with three changes: only text and PNG outputs are kept (so a
 student's HTML or JavaScript never reaches the page, and the page escapes every text), each grade
 cell is followed by what its hidden tests checked and, for each failure, what was wrong in words
@@ -93,18 +93,20 @@ def notes_html(problems: list[str], sandboxed: bool) -> str:
             f"{warn}<ul>{items}</ul></div>")
 
 
-def page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str, student: str, db_url: str,
+def page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str, student: str, grades,
          sandboxed: bool = True) -> str:
-    """The feedback page's HTML, at most ``limits.MAX_PAGE_BYTES`` (without the cells' outputs if need be)."""
-    body = _page(nb, verdicts, problems, assignment, student, db_url, sandboxed, outputs=True)
+    """The feedback page's HTML, at most ``limits.MAX_PAGE_BYTES`` (without the cells' outputs if need be).
+    ``grades``: the submission as the gradebook holds it (:class:`grader.gradebook.Recorded`), manual points and
+    comments included."""
+    body = _page(nb, verdicts, problems, assignment, student, grades, sandboxed, outputs=True)
     if len(body.encode("utf-8")) > limits.MAX_PAGE_BYTES:
         note = (f"the cells' outputs were left out: with them this page would be larger than "
                 f"{limits.MAX_PAGE_BYTES // 2**20} MiB")
-        body = _page(nb, verdicts, [*problems, note], assignment, student, db_url, sandboxed, outputs=False)
+        body = _page(nb, verdicts, [*problems, note], assignment, student, grades, sandboxed, outputs=False)
     return body
 
 
-def _page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str, student: str, db_url: str,
+def _page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str, student: str, grades,
           sandboxed: bool, outputs: bool) -> str:
     nb = copy.deepcopy(nb)
     for cell in nb.cells:
@@ -117,7 +119,7 @@ def _page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str
                                                            data={"text/html": verdict_html(verdicts[gid])}))
     exporter = _exporter()
     resources = {"nbgrader": {"notebook": assignment, "assignment": assignment, "student": student,
-                              "db_url": db_url}}
+                              "grades": grades}}
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     body = re.sub(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", lambda m: LOCAL_MATHJAX, body,
                   count=1, flags=re.S)
@@ -130,7 +132,7 @@ def _exporter():
     """nbgrader's feedback template, compiled once per process (a new exporter compiles it again: about 0.5 s)."""
     from traitlets.config import Config
 
-    from grader.exporter import FeedbackExporter, RunGrades
+    from grader.exporter import FeedbackExporter, GivenGrades
 
     nbgrader_templates = Path(__import__("nbgrader").__file__).parent / "server_extensions" / "formgrader"
     c = Config()
@@ -139,7 +141,7 @@ def _exporter():
     bootstrap = nbgrader_templates / "static" / "node_modules" / "bootstrap" / "dist" / "css"
     c.HTMLExporter.extra_template_paths = [str(bootstrap)]
     exporter = FeedbackExporter(config=c)
-    exporter.register_preprocessor(RunGrades(), enabled=True)
+    exporter.register_preprocessor(GivenGrades(), enabled=True)
     return exporter
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tools import nbmeta
@@ -64,11 +64,16 @@ def _session(db_url: str):
 
 @dataclass
 class Recorded:
-    """One submission as the gradebook holds it: points per cell, hand-entered ones included."""
+    """One submission as the gradebook holds it: points per cell, hand-entered ones included, and what its feedback
+    page shows besides (nbgrader's GetGrades reads the same from the gradebook, one query per cell)."""
 
     score: float
     points: dict[str, float]   # grade_id -> the cell's score (the manual score where an instructor gave one)
     manual: list[str]          # grade_ids whose points were entered by hand
+    max_points: dict[str, float] = field(default_factory=dict)   # grade_id -> the cell's points
+    comments: dict[str, str | None] = field(default_factory=dict)  # answer cell -> an instructor's comment, if any
+    max_score: float = 0.0
+    late_penalty: float = 0.0
 
 
 def record(db_url: str, assignment: str, student: str, points: dict[str, float]) -> Recorded:
@@ -95,7 +100,9 @@ def _read(gb, assignment: str, student: str) -> Recorded:
     nb = gb.find_submission_notebook(assignment, assignment, student)
     grades = {g.name: g for g in nb.grades}
     return Recorded(float(nb.score), {gid: float(g.score) for gid, g in grades.items()},
-                    sorted(gid for gid, g in grades.items() if g.manual_score is not None))
+                    sorted(gid for gid, g in grades.items() if g.manual_score is not None),
+                    {gid: float(g.max_score) for gid, g in grades.items()}, {c.name: c.comment for c in nb.comments},
+                    float(nb.max_score), float(nb.late_submission_penalty or 0))
 
 
 def set_manual(db_url: str, assignment: str, student: str, grade_id: str, points: float | None) -> Recorded:

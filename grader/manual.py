@@ -30,7 +30,7 @@ def give(out: Path, assignment: str, student: str, cell: str, points: float | No
     saved, run = results.load(out / "results", student), results.previous_run(out) or {}
     if saved is not None:  # the page as the run made it (unsandboxed, if the run was), with the new points
         write_page(out, assignment, student, nbformat.reads(saved["notebook"], as_version=4), saved["verdicts"],
-                   saved["problems"], saved.get("flags", []), db_url, sandboxed=run.get("sandboxed", True))
+                   saved["problems"], saved.get("flags", []), held, sandboxed=run.get("sandboxed", True))
     return held
 
 

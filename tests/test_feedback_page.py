@@ -1,6 +1,8 @@
 """The feedback page is nbconvert's HTML export of nbgrader's feedback template, made without nbconvert's closing
-BeautifulSoup pass (which parsed and wrote out the whole page again, about half of its time): the page reads the
-same as nbconvert's own export, and every image still has an alternative text."""
+BeautifulSoup pass (which parsed and wrote out the whole page again, about half of its time), without validating
+the notebook after every preprocessor, and from the grades it is given rather than a gradebook query per cell: the
+page reads the same as nbconvert's own export with nbgrader's GetGrades reading the gradebook (points and a comment
+entered by hand included), and every image still has an alternative text."""
 
 from __future__ import annotations
 
@@ -38,21 +40,34 @@ def rendered(tmp_path_factory):
     """(our page, nbconvert's own HTMLExporter page) of the solution with a picture and a printed line."""
     work = tmp_path_factory.mktemp("course")
     _, db_url, points = gradebook.prepare(work, A, 60)
+    first, *_ = points
     gradebook.record(db_url, A, "ana", {g: 0.0 for g in points})
+    gradebook.set_manual(db_url, A, "ana", first, 1.5)  # an instructor's points and comment
+    gb = gradebook.opened(db_url)
+    answer = next(c.name for c in gb.find_submission_notebook(A, A, "ana").comments)
+    gb.find_comment(answer, A, A, "ana").manual_comment = "See me about the scaling."
+    gb.db.commit()
+    held = gradebook.record(db_url, A, "ana", {g: 0.0 for g in points})  # as a regrade reads it back
+    assert held.points[first] == 1.5 and held.comments[answer] == "See me about the scaling."
     nb = nbformat.read(notebook_path("solutions", A), as_version=4)
     code = next(c for c in nb.cells if c.cell_type == "code")
     code.outputs = [nbformat.v4.new_output("display_data", data={"image/png": _png(), "text/plain": "<Figure>"}),
                     nbformat.v4.new_output("stream", name="stdout", text="tiles <b>6</b>\n")]
-    ours = feedback.page(nb, {}, ["a note"], A, "ana", db_url)
+    ours = feedback.page(nb, {}, ["a note"], A, "ana", held)
 
     from nbconvert.exporters import HTMLExporter
     from nbgrader.preprocessors import GetGrades
 
+    class FromTheGradebook(GetGrades):  # nbgrader's own, reading every cell's grade and comment from the gradebook
+        def preprocess(self, nb, resources):
+            resources["nbgrader"]["db_url"] = db_url
+            return super().preprocess(nb, resources)
+
     stock = HTMLExporter(config=feedback._exporter().config)  # nbconvert's own, with the same template
-    stock.register_preprocessor(GetGrades(), enabled=True)
+    stock.register_preprocessor(FromTheGradebook(), enabled=True)
     ours_exporter, feedback._exporter = feedback._exporter, lambda: stock
     try:
-        theirs = feedback.page(nb, {}, ["a note"], A, "ana", db_url)
+        theirs = feedback.page(nb, {}, ["a note"], A, "ana", None)
     finally:
         feedback._exporter = ours_exporter
     return ours, theirs
@@ -64,6 +79,7 @@ def _text(html: str) -> str:
 
 def test_the_page_reads_as_nbconverts_own_export(rendered):
     ours, theirs = rendered
+    assert "See me about the scaling." in _text(ours) and "1.5" in _text(ours)
     assert "tiles <b>6</b>" not in ours and "tiles &lt;b&gt;6&lt;/b&gt;" in ours  # the student's text, escaped
     assert _text(ours) == _text(theirs)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import queue
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,6 +92,7 @@ class Kernel:
                                     connection_file=str(sock / "kernel.json"))
         km.box, km.sock, km.limits = self.box, sock, self.limits
         km.kernel_spec.interrupt_mode = "message"  # a signal would reach bwrap, not the kernel
+        km.kernel_spec.argv = [sys.executable, "-m", "kernel_side.launcher", "-f", "{connection_file}"]  # no debugger
         km.start_kernel(cwd=str(self.box), env={"PATH": "/usr/bin:/bin"}, stdout=subprocess.DEVNULL,
                         stderr=subprocess.DEVNULL)
         self.km = km

@@ -23,12 +23,13 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")]
 
 PROBE = r"""
-import json, os, socket
+import json, os, socket, sys
 open("/tmp/scratch", "w").write("a student may use /tmp")
 facts = {"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
          "repo": sorted(os.listdir(REPO)), "grader": sorted(os.listdir(REPO + "/grader")),
          "home": sorted(os.listdir(os.path.expanduser("~"))),
-         "secret": os.environ.get("GRADER_SECRET"), "hostname": os.uname().nodename}
+         "secret": os.environ.get("GRADER_SECRET"), "hostname": os.uname().nodename,
+         "debugger": sorted(m for m in sys.modules if m.startswith(("debugpy.", "_pydevd")))[:3]}
 for path in (REPO + "/transformer/x.py", os.path.dirname(os.__file__) + "/x.py", "/usr/x", REPO + "/x"):
     try:
         open(path, "w").close()
@@ -83,6 +84,11 @@ def test_the_repository_shows_only_the_package_and_the_kernel_side_code(facts):
     visible = [name for name in facts["repo"] if name != ".venv"]  # the environment, when it lives in the repo
     assert visible == ["grader", "transformer"], facts["repo"]
     assert facts["grader"] == ["kernel_side"], facts["grader"]  # not the hidden tests, not the grader's own code
+
+
+def test_the_kernel_starts_without_a_debugger(facts):
+    """grader/kernel_side/launcher.py: nobody attaches to a graded kernel, and debugpy was a third of its start."""
+    assert facts["debugger"] == []
 
 
 def test_nothing_outside_its_folders_can_be_written(facts):

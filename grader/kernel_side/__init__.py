@@ -2,7 +2,8 @@
 
 Everything in this folder is shipped whole into the sandbox (bound read-only) and imported there by the
 kernel; it imports only the standard library, numpy and torch (``tests/test_kernel_side.py`` checks
-it). Nothing it does or reports is trusted: its reports inform, they never decide. The grader reads
+it), and ``launcher`` starts the kernel itself: ipykernel's launcher without its debugger. Nothing it
+does or reports is trusted: its reports inform, they never decide. The grader reads
 what it writes as hostile plain data (``grader.kernel_side.plain.decode`` under budgets) and judges
 only values it compares with its own references.
 

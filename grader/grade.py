@@ -135,6 +135,7 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
         print(f"--only: expected students of this folder, got {unknown}; they are: "
               f"{sorted(s.student for s in subs)[:limits.NAMES_SHOWN]}", file=sys.stderr)
         return 2
+    sandbox.compile_bytecode()
     return _grade(assignment, subs, out, opts)
 
 
@@ -149,7 +150,6 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
         seed_source = "the last run's"
     work = _folders(out, keep_results=bool(opts.only or opts.resume))
     os.environ["PATH"] = venv_env()["PATH"]
-    sandbox.compile_bytecode()
     try:
         release_path, db_url, max_points = gradebook.prepare(work, assignment, timeout)
     except RuntimeError as exc:

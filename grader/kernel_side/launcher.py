@@ -9,8 +9,6 @@ with the import refused, ipykernel starts without a debugger, its own fallback w
 import sys
 
 if __name__ == "__main__":
-    if sys.path[0] in ("", "."):  # as ipykernel_launcher: not the working folder's modules
-        del sys.path[0]
     sys.modules["debugpy"] = None  # `import debugpy` raises ImportError
     from ipykernel import kernelapp
 

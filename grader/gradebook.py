@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from tools import nbmeta
@@ -70,10 +70,10 @@ class Recorded:
     score: float
     points: dict[str, float]   # grade_id -> the cell's score (the manual score where an instructor gave one)
     manual: list[str]          # grade_ids whose points were entered by hand
-    max_points: dict[str, float] = field(default_factory=dict)   # grade_id -> the cell's points
-    comments: dict[str, str | None] = field(default_factory=dict)  # answer cell -> an instructor's comment, if any
-    max_score: float = 0.0
-    late_penalty: float = 0.0
+    max_points: dict[str, float]   # grade_id -> the cell's points
+    comments: dict[str, str | None]  # answer cell -> an instructor's comment, if any
+    max_score: float
+    late_penalty: float
 
 
 def record(db_url: str, assignment: str, student: str, points: dict[str, float]) -> Recorded:

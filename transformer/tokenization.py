@@ -196,9 +196,10 @@ def merge_steps(words: dict[tuple[str, ...], int], order: dict[str, int], tie_br
         yield best
 
 
-def apply_merges(word: str, ranks: dict[tuple[str, str], int]) -> list[str]:
-    """``word`` split into its characters, then the learned merges applied (``ranks``: pair -> the step it was
-    learned at): the earliest-learned pair first, the leftmost among equals, until none is left."""
+def apply_merges(word: str | list[str], ranks: dict[tuple[str, str], int]) -> list[str]:
+    """``word`` split into its characters (or a list of symbols, copied), then the learned merges applied
+    (``ranks``: pair -> the step it was learned at): the earliest-learned pair first, the leftmost among equals,
+    until none is left."""
     symbols = list(word)
     while len(symbols) > 1:
         rank, i = min((ranks.get(p, len(ranks)), i) for i, p in enumerate(zip(symbols, symbols[1:])))

@@ -8,7 +8,7 @@ changed). :mod:`transformer.checks.a01` runs them on its inputs and names the on
 from __future__ import annotations
 
 from ...byte_bpe import BYTE_TO_CHAR, PIECE
-from ...tokenization import WordTokenizer
+from ...tokenization import WordTokenizer, apply_merges
 from ..core import Mistake
 
 
@@ -129,16 +129,6 @@ WORD_TOKENIZER_MISTAKES = [
 ]
 
 
-def _lowest_rank_first(symbols, ranks):
-    """The right order: the earliest-learned pair of the piece first, the leftmost among equals, until none is left."""
-    while len(symbols) > 1:
-        rank, i = min((ranks.get(p, len(ranks)), i) for i, p in enumerate(zip(symbols, symbols[1:])))
-        if rank == len(ranks):
-            break
-        symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
-    return symbols
-
-
 def _leftmost_known_first(symbols, ranks):
     while (i := next((i for i, p in enumerate(zip(symbols, symbols[1:])) if p in ranks), None)) is not None:
         symbols[i:i + 2] = [symbols[i] + symbols[i + 1]]
@@ -157,7 +147,7 @@ def _utf8_chars(piece):
     return [BYTE_TO_CHAR[b] for b in piece.encode("utf-8")]
 
 
-def _byte_tokens(chars=_utf8_chars, pieces=PIECE.findall, merge=_lowest_rank_first):
+def _byte_tokens(chars=_utf8_chars, pieces=PIECE.findall, merge=apply_merges):
     """``byte_tokens(text, merges)`` with one step swapped for a wrong one."""
     def byte_tokens(text, merges):
         ranks = {tuple(pair): rank for rank, pair in enumerate(merges)}

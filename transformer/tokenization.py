@@ -197,9 +197,8 @@ def merge_steps(words: dict[tuple[str, ...], int], order: dict[str, int], tie_br
 
 
 def apply_merges(word: str | list[str], ranks: dict[tuple[str, str], int]) -> list[str]:
-    """``word`` split into its characters (or a list of symbols, copied), then the learned merges applied
-    (``ranks``: pair -> the step it was learned at): the earliest-learned pair first, the leftmost among equals,
-    until none is left."""
+    """``word``'s characters (or a list of symbols, copied) with the learned merges applied (``ranks``: pair -> its
+    step): the earliest-learned pair first, the leftmost among equals, until none is left."""
     symbols = list(word)
     while len(symbols) > 1:
         rank, i = min((ranks.get(p, len(ranks)), i) for i, p in enumerate(zip(symbols, symbols[1:])))

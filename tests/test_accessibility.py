@@ -1,16 +1,20 @@
 """The book meets WCAG 2.1 AA: every built page, opened offline in Chromium after its explorers and
 formulas render, has no serious or critical axe-core violation (WCAG 2.0 and 2.1, levels A and AA),
 no JavaScript error and no formula in the tab order; every figure in a chapter has alt text written
-for it."""
+for it. On each chapter page, once audited, every explorer works with no kernel, by keyboard and mouse,
+and the Tab key moves on from a changed control (``tests/explorers.py``). One browser opens each page once
+for all of it."""
 
 from __future__ import annotations
 
 import base64
 import json
 import re
+from dataclasses import dataclass, field
 
 import pytest
 
+import explorers
 from browser import SETTLED, DevTools, pages
 from conftest import ROOT
 
@@ -37,9 +41,9 @@ SHOTS = ROOT / "_build" / "screenshots"
 
 
 def audit(browser: DevTools, url: str) -> dict:
-    """One page opened offline once it has drawn: axe-core's violations, its JavaScript errors, how many
-    formulas take a Tab stop, whether it rendered (its article, typeset math, drawn explorers), and a
-    screenshot in _build/screenshots."""
+    """The page at ``url`` opened offline once it has drawn: axe-core's violations, its JavaScript errors, how many
+    formulas take a Tab stop, whether it rendered (its article, typeset math, drawn explorers), and a screenshot in
+    _build/screenshots."""
     browser.errors()
     browser.send("Page.navigate", session=True, url=url)
     settled = browser.evaluate_on_new_page(SETTLED.replace("__URL__", json.dumps(url)), timeout=60)
@@ -56,16 +60,40 @@ def audit(browser: DevTools, url: str) -> dict:
     return result
 
 
+@dataclass
+class Tour:
+    audited: dict = field(default_factory=dict)    # page -> audit()
+    operated: list = field(default_factory=list)   # explorers.operate_explorers' records, every chapter
+    notes: dict = field(default_factory=dict)      # chapter -> its notes for controls the page cannot precompute
+    tabbed: list = field(default_factory=list)     # explorers.tab_order's records, every chapter
+
+
 @pytest.fixture(scope="module")
-def audited(html, tmp_path_factory) -> dict:
+def tour(html, tmp_path_factory) -> Tour:
+    """Every page opened once, in one browser: audited as it first draws; then, on a chapter page with explorers,
+    every control operated and the Tab order followed."""
     if not AXE.exists():
         pytest.fail("axe-core is missing from node_modules/: run `npm ci` (make test does)")
     browser = DevTools(tmp_path_factory.mktemp("chromium"))
     SHOTS.mkdir(parents=True, exist_ok=True)
+    seen = Tour()
     try:
-        return {page.relative_to(html).as_posix(): audit(browser, page.as_uri()) for page in pages(html)}
+        for page in pages(html):
+            name = page.relative_to(html).as_posix()
+            seen.audited[name] = audit(browser, page.as_uri())
+            notebook = ROOT / f"{name.removesuffix('.html')}.ipynb"
+            if name.startswith("notebooks/") and explorers.notebook_explorers(notebook):
+                records, seen.notes[notebook.stem] = explorers.operate_explorers(browser, notebook)
+                seen.operated += records
+                seen.tabbed += explorers.tab_order(browser, notebook)
     finally:
         browser.close()
+    return seen
+
+
+@pytest.fixture(scope="module")
+def audited(tour) -> dict:
+    return tour.audited
 
 
 @pytest.mark.slow
@@ -110,6 +138,44 @@ def test_no_javascript_error(audited):
 def test_formulas_are_not_in_the_tab_order(audited):
     found = {page: result["tabbableMath"] for page, result in audited.items() if result["tabbableMath"]}
     assert not found, f"formulas with a Tab stop (MathJax's inTabOrder must be false): {found}"
+
+
+# ------------------------------------------------------------------ the explorers, with no kernel
+
+@pytest.mark.slow
+def test_every_control_on_every_chapter_page_shows_the_stored_view(tour):
+    records = tour.operated
+    assert len({r["page"] for r in records}) >= 11, "chapters 0 to 10 each have an explorer"
+    assert len(records) >= 30, f"only {len(records)} controls operated"
+    bad = [r for r in records if not (r["moved"] and r["routed"] and r["right"]) or r["errors"]]
+    assert not bad, "\n".join(json.dumps(r) for r in bad)
+    print(f"\n{len(records)} controls operated on {len({r['page'] for r in records})} pages, "
+          f"{sum(r['changed'] for r in records)} changed the view, "
+          f"{sum(r['source'] == 'Python' for r in records)} checked against Python")
+
+
+@pytest.mark.slow
+def test_every_explorer_responds(tour):
+    explorers_seen = {(r["page"], r["explorer"]) for r in tour.operated}
+    still = [e for e in explorers_seen
+             if not any(r["changed"] for r in tour.operated if (r["page"], r["explorer"]) == e)]
+    assert not still, f"explorers whose view never changed: {still}"
+
+
+@pytest.mark.slow
+def test_free_text_is_replaced_by_a_note_with_launch_links(tour):
+    note = tour.notes["01_tokenization"]
+    assert len(note) == 1 and "needs a live kernel: open in Colab or Binder" in note[0]["text"]
+    assert any(link.startswith("https://colab.research.google.com/github/") and
+               link.endswith("notebooks/01_tokenization.ipynb") for link in note[0]["links"])
+    assert any(link.startswith("https://mybinder.org/v2/gh/") for link in note[0]["links"])
+
+
+@pytest.mark.slow
+def test_after_a_change_the_tab_key_reaches_the_next_control(tour):
+    assert tour.tabbed, "no menu or slider with a control after it"
+    bad = [r for r in tour.tabbed if r["focus"] != r["expected"]]
+    assert not bad, "\n".join(json.dumps(r) for r in bad)
 
 
 # ------------------------------------------------------------------ alt text, read from the notebooks

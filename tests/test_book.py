@@ -3,6 +3,7 @@ reference, and never publishes the solutions."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -93,3 +94,10 @@ def test_launch_and_download_buttons(html):
     assert "hub/user-redirect/git-pull" in page
     assert "04_queries_keys_values.ipynb" in page and "download" in page.lower()
     assert "github.com/transformer-book/transformer-book" in page
+
+
+def test_every_chapter_page_weighs_at_most_2_mb(html):
+    weights = json.loads((html / "page-weights.json").read_text(encoding="utf-8"))
+    assert len(weights) >= 11
+    heavy = {page: w["total"] for page, w in weights.items() if w["total"] > 2_000_000}
+    assert not heavy, heavy

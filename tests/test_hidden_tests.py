@@ -9,6 +9,7 @@ the earlier correct answers, then the answer under test); their replies go throu
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import re
@@ -40,9 +41,22 @@ def _alarm(signum, frame):
     raise TimedOut()
 
 
+@functools.cache
+def solution(assignment: str) -> nbformat.NotebookNode:
+    """The solution notebook, read once per test process (nothing here changes it)."""
+    return nbformat.read(notebook_path("solutions", assignment), as_version=4)
+
+
+@functools.cache
+def cases_of(assignment: str) -> dict:
+    """The hidden cases for ``SEED``, made once per test process: a case is only read (its request reaches the
+    answer through the plain-data round trip, as a copy), so every test may share it."""
+    return hidden.cases(assignment, SEED)
+
+
 def graded_by(assignment: str) -> dict[str, str]:
     """answer cell -> the grade cell that judges it (the next grade cell)."""
-    nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
+    nb = solution(assignment)
     out, pending = {}, None
     for cell in nb.cells:
         if is_solution(cell) and cell.cell_type == "code":
@@ -53,15 +67,14 @@ def graded_by(assignment: str) -> dict[str, str]:
 
 
 def answers(assignment: str) -> list[tuple[str, str]]:
-    nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
+    nb = solution(assignment)
     return [(grade_id(c), c.source) for c in nb.cells if is_solution(c) and c.cell_type == "code"]
 
 
 def namespace(assignment: str, cell: str, answer: str) -> dict:
     """The student's namespace: setup, the correct answers before ``cell``, then ``answer``."""
-    nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
     ns: dict = {}
-    exec(compile(setup_source(nb), "<setup>", "exec"), ns)
+    exec(compile(setup_source(solution(assignment)), "<setup>", "exec"), ns)
     for gid, src in answers(assignment):
         if gid == cell:
             break
@@ -73,7 +86,7 @@ def namespace(assignment: str, cell: str, answer: str) -> dict:
 def ask(assignment: str, cell: str, answer: str, tmp_path) -> tuple[list, list]:
     """The cases of the grade cell that judges ``cell``, and the replies when ``answer`` is written there."""
     gid = graded_by(assignment)[cell]
-    cases = hidden.cases(assignment, SEED)[gid]
+    cases = cases_of(assignment)[gid]
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(LIMIT)
     replies = []
@@ -130,7 +143,7 @@ CELLS = [(a, c) for a, cells in WRONG.items() for c in cells]
 @pytest.mark.parametrize("assignment,cell", CELLS, ids=[f"{a[:2]}-{c}" for a, c in CELLS])
 def test_hidden_tests_pass_the_solution(assignment, cell, tmp_path):
     gid = graded_by(assignment)[cell]
-    assert hidden.cases(assignment, SEED)[gid], f"{gid}: no hidden tests"
+    assert cases_of(assignment)[gid], f"{gid}: no hidden tests"
     solution = dict(answers(assignment))[cell]
     result = verdict(assignment, cell, solution, tmp_path)
     assert not result.failures, result.failures
@@ -217,7 +230,7 @@ def test_forged_replies_never_pass_a_wrong_answer(assignment, cell, tmp_path):
     """A kernel that rewrites a wrong answer's reply into another form (a field dropped, a list cut short, ``args``
     emptied) gets no scored case that the honest reply failed: the judges demand the probe's exact form. (A cell that
     only reads a value the student bound has no probe's form to break: its value is forged like any wrong answer.)"""
-    forged_some = all(c.request.probe == "value" for c in hidden.cases(assignment, SEED)[graded_by(assignment)[cell]])
+    forged_some = all(c.request.probe == "value" for c in cases_of(assignment)[graded_by(assignment)[cell]])
     for i, (mistake, src, _hint) in enumerate(WRONG[assignment][cell]):
         sub = tmp_path / str(i)
         sub.mkdir()
@@ -326,7 +339,7 @@ def test_every_grade_cell_has_hidden_tests():
         nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
         graded = [grade_id(c) for c in nb.cells if is_graded(c)]
         module = hidden.module_for(assignment)
-        assert list(hidden.cases(assignment, SEED)) == graded, assignment
+        assert list(cases_of(assignment)) == graded, assignment
         assert module.ASSIGNMENT == assignment
 
 
@@ -365,7 +378,7 @@ def test_hidden_inputs_change_with_the_seed(tmp_path):
     (questions fixed by the lectures or the exercise's text, worked by hand)."""
     import conftest
     for assignment in conftest.ASSIGNMENTS:
-        one, two = hidden.cases(assignment, SEED), hidden.cases(assignment, SEED + 1)
+        one, two = cases_of(assignment), hidden.cases(assignment, SEED + 1)
         fixed = getattr(hidden.module_for(assignment), "FIXED", set())
         for gid in one:
             if gid in fixed or all(c.request.probe == "value" for c in one[gid]):

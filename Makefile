@@ -59,17 +59,10 @@ book: $(ENV_STAMP) $(ASSETS_STAMP)
 	@echo ""
 	@echo "The book is at: $(abspath $(BOOK_DIR))/index.html"
 
-# Strict nbval: the stored outputs are made with one thread on the machine's own instruction set
-# (`make notebooks`); the check runs every notebook again with two threads and keeps PyTorch, oneMKL
-# and oneDNN on their AVX2 code. Float sums differ in their last bits with the thread count and with
-# the instruction set, so one pass shows that the outputs depend on neither (on a machine with
-# AVX-512; on one with AVX2 only, on the thread count). Two workers, one notebook each; their threads
-# sleep rather than spin while they wait for work (OMP_WAIT_POLICY), so four threads share two cores
-# without taking each other's time.
-NBVAL_ENV := OMP_NUM_THREADS=2 OMP_WAIT_POLICY=PASSIVE ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2 \
-	ONEDNN_MAX_CPU_ISA=AVX2
-NBVAL := -m pytest -n $(PYTEST_WORKERS) --dist loadfile --nbval --nbval-current-env \
-	--nbval-sanitize-with tests/sanitize.cfg notebooks solutions
+# Strict nbval: every chapter and solution notebook runs again and must print what it stored. Its kernels
+# run on two threads and on AVX2 code (tests/nbval_kernels.py says why); two workers, one notebook each.
+NBVAL_OPTIONS := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
+NBVAL := -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(NBVAL_OPTIONS) notebooks solutions
 
 LINTED := transformer tests benchmarks tools grader conftest.py
 
@@ -82,15 +75,16 @@ bytecode: $(ENV_STAMP)
 	@$(PY) -m compileall -q $(LINTED)
 
 # lint first: it takes a second, and a finding there should not wait minutes for the rest.
+# One run for the tests and the notebooks: two workers take a whole file at a time, the longest first
+# (conftest.py), so neither waits for the other at the end of a first run.
 test: lint bytecode $(ASSETS_STAMP) system
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25 tests
-	$(NBVAL_ENV) $(PY) $(NBVAL)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25 $(NBVAL_OPTIONS) tests notebooks solutions
 
 test-fast: bytecode
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow" tests
 
 nbval: bytecode
-	$(NBVAL_ENV) $(PY) $(NBVAL)
+	$(PY) $(NBVAL)
 
 notebooks: $(ENV_STAMP)
 	$(PY) -m tools.execute_notebooks $(NOTEBOOKS) solutions/*/*.ipynb

@@ -3,6 +3,7 @@ started once more, and a second death names what the kernel printed (tests/nbval
 
 from __future__ import annotations
 
+import ast
 import json
 import sys
 
@@ -40,3 +41,22 @@ def test_a_kernel_talks_over_unix_sockets_in_its_own_folder(kernels, tmp_path):
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+
+def test_only_the_kernel_gets_the_notebook_environment(kernels, monkeypatch):
+    """The notebooks run on two threads and AVX2 code (``KERNEL_ENV``), whatever the test process has."""
+    from nbval.kernel import CURRENT_ENV_KERNEL_NAME
+
+    for name in nbval_kernels.KERNEL_ENV:
+        monkeypatch.delenv(name, raising=False)
+    km, kc = nbval_kernels.start_new_kernel(startup_timeout=60, kernel_name=CURRENT_ENV_KERNEL_NAME)
+    printed = []
+    try:
+        names = sorted(nbval_kernels.KERNEL_ENV)
+        kc.execute_interactive(f"import os; print({{k: os.environ.get(k) for k in {names}}})", timeout=30,
+                               output_hook=lambda msg: printed.append(msg["content"].get("text", "")))
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert ast.literal_eval("".join(printed)) == nbval_kernels.KERNEL_ENV

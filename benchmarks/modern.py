@@ -5,7 +5,9 @@
   the median time of each, interleaved (in a process with ``OMP_WAIT_POLICY=PASSIVE``: :func:`in_process`),
   and the peak memory of each form, each measured in a
   process of its own (PyTorch's profiler: the largest sum of live tensor allocations during the call,
-  the inputs excluded). Targets: time and peak memory at most twice PyTorch's.
+  the inputs excluded), and beside it the most resident memory the call adds to its process (Linux's
+  high-water mark, the median of three processes: what the machine sees, the allocator's slack included).
+  Targets: time and both counts of peak memory at most twice PyTorch's.
 - ``kv-cache-128``, ``kv-cache-512``: a small decoder generating 128 and 512 new tokens greedily,
   with :func:`transformer.generate_cached` against :func:`transformer.generate`, interleaved.
   Target at 512: at least 5 times faster (ratio <= 0.2).
@@ -14,6 +16,7 @@
 the teaching form, the tiled form and PyTorch's kernel.
 
     python -m benchmarks.modern peak FORM T     (one measurement, in this process; prints MB)
+    python -m benchmarks.modern rss FORM T      (the same, as resident memory; prints MB)
     python -m benchmarks.modern times T         (tiled and PyTorch's, interleaved; prints their medians)
 """
 
@@ -59,6 +62,26 @@ def peak_here(form: str, t: int) -> float:
     return peak / 2**20
 
 
+def _status_mb(field: str) -> float:
+    """A line of /proc/self/status (``VmRSS``, ``VmHWM``), in MB."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith(field + ":")) / 1024
+
+
+def rss_here(form: str, t: int) -> float:
+    """Peak MB of resident memory one forward of ``form`` at length ``t`` adds to this process (Linux): the
+    high-water mark, reset just before the call (``/proc/self/clear_refs``), less the resident memory then. The form
+    runs once before on 512 positions, so that neither the code it loads nor the allocator's first arenas count."""
+    q, k, v = qkv(t)
+    with torch.no_grad():
+        FORMS[form](*(x[..., :512, :].contiguous() for x in (q, k, v)))
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")  # the high-water mark starts again from the resident memory now
+        before = _status_mb("VmRSS")
+        FORMS[form](q, k, v)
+        return _status_mb("VmHWM") - before
+
+
 def times_here(t: int) -> list[float]:
     """Median seconds of the tiled form and of PyTorch's kernel, forward, interleaved, in this process."""
 
@@ -86,6 +109,13 @@ def peak_mb(form: str, t: int, threads: int = 1) -> float:
     return in_process("peak", form, str(t), threads=threads)
 
 
+def rss_mb(form: str, t: int, threads: int = 1, runs: int = 3) -> float:
+    """:func:`rss_here`, the median of ``runs`` fresh processes (the allocator's slack varies from run to run)."""
+    import statistics
+
+    return statistics.median(in_process("rss", form, str(t), threads=threads) for _ in range(runs))
+
+
 def attention_memory(ts=(256, 512, 1024, 2048, 4096), threads: int = 1) -> list[dict]:
     """Peak memory (MB, forward only) of the three forms against T, 8 heads of 64: the chapter's picture."""
     return [{"T": t, **{f"{form}_peak_mb": peak_mb(form, t, threads) for form in FORMS}} for t in ts]
@@ -95,13 +125,15 @@ def bench_flash(threads: int, t: int = 4096) -> dict:
     """Tiled attention against PyTorch's fused kernel, forward only, on ``threads`` threads (a process of its own)."""
     ours, ref = in_process("times", str(t), threads=threads)
     mem = {form: peak_mb(form, t, threads) for form in FORMS}
+    rss = {form: rss_mb(form, t, threads) for form in ("flash", "torch")}
     name = f"flash-attn-{threads}-thread" + ("s" if threads > 1 else "")
     return {"name": name, "ours_s": ours, "reference": f"F.scaled_dot_product_attention, forward, T={t}, "
             f"{HEADS} heads of {D_K}, {threads} thread(s), passive OpenMP wait; peak memory each in its own process "
-            "(profiler)",
+            "(profiler; and resident, median of 3)",
             "reference_s": ref, "ratio": ours / ref, "ours_peak_mb": mem["flash"], "reference_peak_mb": mem["torch"],
             "teaching_peak_mb": mem["teaching"], "peak_ratio": mem["flash"] / mem["torch"],
-            "teaching_peak_ratio": mem["teaching"] / mem["torch"]}
+            "teaching_peak_ratio": mem["teaching"] / mem["torch"], "ours_rss_mb": rss["flash"],
+            "reference_rss_mb": rss["torch"], "rss_ratio": rss["flash"] / rss["torch"]}
 
 
 def small_decoder() -> T.DecoderOnly:
@@ -131,8 +163,8 @@ def bench_kv_cache(n_new: int) -> dict:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "peak":
-        print(json.dumps(peak_here(sys.argv[2], int(sys.argv[3]))))
+    if len(sys.argv) == 4 and sys.argv[1] in ("peak", "rss"):
+        print(json.dumps((peak_here if sys.argv[1] == "peak" else rss_here)(sys.argv[2], int(sys.argv[3]))))
     elif len(sys.argv) == 3 and sys.argv[1] == "times":
         print(json.dumps(times_here(int(sys.argv[2]))))
     else:

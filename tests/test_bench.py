@@ -60,3 +60,23 @@ def test_chapter_12_attention_memory_the_tiled_form_grows_like_t_the_teaching_fo
     assert large["flash"] / small["flash"] < 4, "tiles of a fixed size, an output that grows like T"
     assert large["flash"] <= 2 * large["torch"] + 2, "within twice PyTorch's fused kernel (+ one 2 MB tile)"
     assert large["teaching"] > 8 * 2048 * 2048 * 4 / 2**20, "at least one float32 T x T matrix per head"
+
+
+def test_resident_memory_sees_the_teaching_forms_t_by_t_matrices():
+    """The resident memory a forward adds (the flash rows' second count) sees what the profiler sees: the teaching
+    form holds at least one float32 T x T matrix per head, the tiled form a small part of that."""
+    from benchmarks.modern import rss_here
+
+    teaching, flash = rss_here("teaching", 2048), rss_here("flash", 2048)
+    assert teaching > 8 * 2048 * 2048 * 4 / 2**20, "one float32 T x T matrix per head, at least"
+    assert 0 < flash < teaching / 8, (flash, teaching)
+
+
+def test_the_performance_page_quotes_the_reference_runs_resident_memory():
+    rows = {r["name"]: r for r in json.loads((ROOT / "benchmarks" / "results" / "results.json").read_text())}
+    one, two = rows["flash-attn-1-thread"], rows["flash-attn-2-threads"]
+    page = " ".join((ROOT / "book" / "performance.md").read_text(encoding="utf-8").split())
+    assert (f"adds {one['rss_ratio']:.1f} times PyTorch's resident memory on one thread and {two['rss_ratio']:.1f} "
+            f"times on two ({one['ours_rss_mb']:.1f} MB against {one['reference_rss_mb']:.1f} MB, "
+            f"{two['ours_rss_mb']:.1f} MB against {two['reference_rss_mb']:.1f} MB)") in page
+    assert one["rss_ratio"] <= 2 and two["rss_ratio"] <= 2

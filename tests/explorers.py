@@ -12,6 +12,7 @@ reach the next control.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from html.parser import HTMLParser
@@ -37,8 +38,10 @@ def text_of(markup: str) -> str:
     return re.sub(r"\s+", "", "".join(parser.parts))
 
 
+@functools.cache
 def notebook_explorers(path) -> list[list[tuple[list[str], str]]]:
-    """For each explorer a chapter shows, in order: the stored views of its static part, with their grid points."""
+    """For each explorer a chapter shows, in order: the stored views of its static part, with their grid points
+    (read once per notebook and process; callers only read them)."""
     state, roots = widget_state.read(path)
     return [widget_state.frames(state, widget_state.static_part(state, root)) for root in roots]
 

@@ -336,8 +336,7 @@ def test_inputs_changed_in_place_are_judged_alike(assignment, cell, wrapper, tmp
 def test_every_grade_cell_has_hidden_tests():
     import conftest
     for assignment in conftest.ASSIGNMENTS:
-        nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
-        graded = [grade_id(c) for c in nb.cells if is_graded(c)]
+        graded = [grade_id(c) for c in solution(assignment).cells if is_graded(c)]
         module = hidden.module_for(assignment)
         assert list(cases_of(assignment)) == graded, assignment
         assert module.ASSIGNMENT == assignment

@@ -116,6 +116,38 @@ def test_no_tensor_kept_for_the_backward_pass_grows_like_t_squared():
     assert max(n for _, n in float_sizes) == 2 * t * t  # the teaching form keeps the weights
 
 
+def most_tiles_alive(fn, tile_bytes: int) -> int:
+    """The most blocks of exactly ``tile_bytes`` allocated and not yet freed at one time while ``fn()`` runs, from
+    the profiler's allocation (+) and free (-) events in time order."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
+                    key=lambda e: e.start_ns())
+    alive = most = 0
+    for e in events:
+        if abs(e.nbytes()) == tile_bytes:
+            alive += 1 if e.nbytes() > 0 else -1
+            most = max(most, alive)
+    return most
+
+
+def test_one_tile_of_scores_at_a_time():
+    """The forward makes a tile of scores per block of keys and turns it into its weights in place: each tile is
+    freed before the next is made, so one ``(heads, block, block)`` tile is alive at a time (two were, when the
+    last tile's weights lived on while the next tile was computed). The backward holds two: a tile's weights, and
+    the gradient of its weights turned into that of its scores in place (five were)."""
+    heads, t, d, block = 2, 512, 16, 128  # a tile (2, 128, 128) is 128 KiB; nothing else here has that size
+    q, k, v = qkv((1, heads, t, d), t, dtype=torch.float32, seed=5, grad=True)
+    tile = heads * block * block * 4
+    assert {x.numel() * 4 for x in (q, k, v)} == {heads * t * d * 4} != {tile}
+    with torch.no_grad():
+        assert most_tiles_alive(lambda: T.flash_attention(q, k, v, block_size=block), tile) == 1
+    out = T.flash_attention(q, k, v, block_size=block)
+    assert most_tiles_alive(lambda: out.sum().backward(), tile) == 2
+
+
 def test_the_online_softmax_is_the_softmax():
     """Rescaling by exp(m - m') as the maximum grows, block by block, gives softmax(s) v exactly."""
     s = torch.tensor([[1.0, 3.0, -2.0, 7.0, 0.5]], dtype=torch.float64)  # one query, five keys

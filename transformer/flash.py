@@ -85,6 +85,7 @@ def _forward(q, k, v, mask, scale: float, block: int):
             s = _scores(qi, k[..., cols, :], mask, rows, cols)  # (..., bq, bk)
             m, total, rescale, p = online_softmax_step(m, total, s, in_place=True)  # p: (..., bq, bk), exp(s - m)
             acc = acc * rescale + p @ v[..., cols, :]  # (..., bq, bk) @ (..., bk, d_v) -> (..., bq, d_v)
+            del s, p  # the tile is freed before the next one is made: one tile of scores at a time
         empty = total == 0  # (..., bq, 1): rows with no allowed key; acc is 0 there
         out[..., rows, :] = acc / total.masked_fill(empty, 1.0)
         lse[..., rows] = (m + torch.log(total)).masked_fill(empty, math.inf).squeeze(-1)
@@ -103,9 +104,10 @@ def _backward(q, k, v, mask, out, lse, d_out, scale: float, block: int):
             p = _scores(qi * scale, kj, mask, rows, cols).sub_(lse_i).exp_()  # (..., bq, bk): the weights
             dv[..., cols, :] += p.transpose(-2, -1) @ d_oi  # (..., bk, bq) @ (..., bq, d_v)
             dp = d_oi @ vj.transpose(-2, -1)  # (..., bq, d_v) @ (..., d_v, bk) -> (..., bq, bk)
-            ds = p * (dp - delta[..., rows, :]) * scale  # the softmax's backward, times the scale
+            ds = dp.sub_(delta[..., rows, :]).mul_(p).mul_(scale)  # the softmax's backward, times the scale, in dp
             dq[..., rows, :] += ds @ kj  # (..., bq, bk) @ (..., bk, d_k)
             dk[..., cols, :] += ds.transpose(-2, -1) @ qi  # (..., bk, bq) @ (..., bq, d_k)
+            del p, dp, ds  # freed before the next tile's are made: two tiles at a time
     return dq, dk, dv
 
 

@@ -45,20 +45,27 @@ def qkv(t: int) -> tuple[torch.Tensor, ...]:
     return tuple(torch.randn(1, HEADS, t, D_K, generator=g) for _ in range(3))  # (batch, heads, T, d_k)
 
 
-def peak_here(form: str, t: int) -> float:
-    """Peak MB allocated by one forward of ``form`` at length ``t``: the largest running sum of the profiler's
-    allocation and free events (``[memory]``, in time order), which counts frees made between two operators
-    too (an operator's ``self_cpu_memory_usage`` leaves those to the enclosing call)."""
+def allocations(fn) -> list[int]:
+    """The bytes of every allocation (> 0) and free (< 0) while ``fn()`` runs, in time order: the profiler's
+    ``[memory]`` events, which count frees made between two operators too (an operator's
+    ``self_cpu_memory_usage`` leaves those to the enclosing call)."""
     from torch.profiler import ProfilerActivity, profile
 
-    q, k, v = qkv(t)
-    with torch.no_grad(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        FORMS[form](q, k, v)
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
     memory = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
-    live = peak = 0
-    for event in sorted(memory, key=lambda e: e.start_ns()):
-        live += event.nbytes()  # > 0: allocated, < 0: freed
-        peak = max(peak, live)
+    return [e.nbytes() for e in sorted(memory, key=lambda e: e.start_ns())]
+
+
+def peak_here(form: str, t: int) -> float:
+    """Peak MB allocated by one forward of ``form`` at length ``t``: the largest running sum of its
+    :func:`allocations`."""
+    q, k, v = qkv(t)
+    with torch.no_grad():
+        live = peak = 0
+        for nbytes in allocations(lambda: FORMS[form](q, k, v)):
+            live += nbytes
+            peak = max(peak, live)
     return peak / 2**20
 
 

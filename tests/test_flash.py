@@ -117,18 +117,13 @@ def test_no_tensor_kept_for_the_backward_pass_grows_like_t_squared():
 
 
 def most_tiles_alive(fn, tile_bytes: int) -> int:
-    """The most blocks of exactly ``tile_bytes`` allocated and not yet freed at one time while ``fn()`` runs, from
-    the profiler's allocation (+) and free (-) events in time order."""
-    from torch.profiler import ProfilerActivity, profile
+    """The most blocks of exactly ``tile_bytes`` allocated and not yet freed at one time while ``fn()`` runs."""
+    from benchmarks.modern import allocations
 
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
-        fn()
-    events = sorted((e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"),
-                    key=lambda e: e.start_ns())
     alive = most = 0
-    for e in events:
-        if abs(e.nbytes()) == tile_bytes:
-            alive += 1 if e.nbytes() > 0 else -1
+    for nbytes in allocations(fn):
+        if abs(nbytes) == tile_bytes:
+            alive += 1 if nbytes > 0 else -1
             most = max(most, alive)
     return most
 

@@ -2,9 +2,12 @@
 
 :func:`gather` lists the submissions of a folder or a ``.zip`` in the layouts of ``grader/platforms.py``: a plain
 ``<student>.ipynb`` or ``<student>_<assignment>.ipynb`` at the top (or in the one folder that holds everything),
-nbgrader's ``submitted/<student>/<assignment>/``, Canvas's and Moodle's downloads. Each file is read by the first
-layout its path matches (Moodle, nbgrader, Canvas, plain), so one folder may mix them; a notebook deeper in the tree
-that matches none (another assignment's, in nbgrader's ``submitted/``) is not a submission of this one.
+nbgrader's ``submitted/<student>/<assignment>/``, Canvas's and Moodle's downloads. Everything below a student's
+place (a Moodle submission folder, nbgrader's student folder) is that student's at any depth, whatever its names
+say; a file outside every place is read by its own name (Canvas, Moodle, plain), so one folder may mix layouts. A
+notebook in another assignment's folder, or outside every place and below the top, is not a submission of this
+one; one in a subfolder of nbgrader's assignment folder is its student's "not read" row. One student's files past
+``limits.MAX_SUBMISSION_ENTRIES`` are one "not read" row of theirs (``grader/intake.py``).
 
 One row per file, none dropped. Of one platform identity's notebooks the latest is graded (Canvas: the highest
 ``-N`` attempt, then file id; Moodle and nbgrader: the notebook named like the release, then the last by name) and
@@ -78,7 +81,7 @@ class Submission:
 def gather(source: Path, assignment: str) -> list[Submission]:
     """Every submission in ``source`` (a folder or a ``.zip``), one row per file, sorted by path (see the module's
     text). Raises SourceError when ``source`` is not a readable folder or zip, or is over a cap."""
-    rows = _rows(intake.entries(source), assignment)
+    rows = _rows(intake.entries(source, assignment), assignment)
     _supersede(rows)
     _flag_shared_names(rows)
     name_rows(rows)
@@ -89,32 +92,58 @@ def gather(source: Path, assignment: str) -> list[Submission]:
 
 
 def _rows(entries: list[Entry], assignment: str) -> list[tuple[Submission, Found]]:
-    """A row per notebook of a layout, per thing that cannot be read, per platform submission without a notebook."""
-    top = os.path.commonprefix([e.parts[:-1] for e in entries if e.kind != "dir"]) if entries else ()
-    students = {e.parts[:i] for e in entries for i in range(1, len(e.parts)) if e.parts[i] == assignment}
-    nbgrader_level = {s[:-1] for s in students}  # where nbgrader's student folders are
+    """A row per notebook of a layout, per thing that cannot be read, per platform submission without a notebook:
+    first what lies in the students' places (``grader/platforms.py``), then the files outside them, by name."""
     rows, present = [], {}
     for e in sorted(entries, key=lambda e: (e.parts, e.source)):
+        if e.owner is not None:
+            _in_place(e, assignment, rows, present)
+    outside = [e for e in entries if e.owner is None]
+    top = os.path.commonprefix([e.parts[:-1] for e in outside if e.kind != "dir"]) if outside else ()
+    levels = {e.owner[:-1] for e in entries if e.owner and not platforms.MOODLE_FOLDER.match(e.owner[-1])}
+    for e in sorted(outside, key=lambda e: (e.parts, e.source)):
         notebook = e.parts[-1].lower().endswith(".ipynb")
-        if e.kind in ("file", "dir") and not (e.kind == "dir" and notebook):
-            found = (platforms.identify if e.kind == "file" else platforms.identify_folder)(e.parts, assignment, top)
+        if e.kind == "dir" and not notebook:
+            continue
+        found = platforms.identify(e.parts, assignment, top)
+        if e.kind == "file":
             if found and notebook:
                 rows.append(_row(e, found))
             elif found and found.platform != "folder":
                 present.setdefault((found.platform, found.platform_id), (e, found))
             continue
-        found = platforms.identify(e.parts, assignment, top) if notebook else \
-            platforms.identify_folder(e.parts, assignment, top)
-        if found is None and e.parts[:-1] in nbgrader_level:
+        if found is None and e.parts[:-1] in levels:  # a link, a pipe, ... where nbgrader's student folders are
             found = Found("nbgrader", e.parts[-1], "", e.parts[-1])
         if found or notebook or e.always:
-            what = "a folder named *.ipynb" if e.kind == "dir" else e.kind
-            rows.append(_row(e, found or Found("folder", own=_stem(e.parts[-1])), "not read", f"{what}: not read"))
+            rows.append(_row(e, found or Found("folder", own=_stem(e.parts[-1])), "not read", _what(e)))
     have = {(f.platform, f.platform_id) for _, f in rows}
     for key, (e, found) in present.items():
         if key not in have:
             rows.append(_row(e, found, "not read", "no notebook in this submission: not read"))
     return rows
+
+
+def _in_place(e: Entry, assignment: str, rows: list, present: dict) -> None:
+    """The row of an entry inside a student's place, if it has one: everything there is that student's."""
+    found, what = platforms.identify_in(e.owner, e.parts, assignment)
+    notebook = e.parts[-1].lower().endswith(".ipynb")
+    if what == "other" and not e.always:
+        return  # nbgrader: another assignment's folder
+    if e.always or e.kind not in ("file", "dir") or e.kind == "dir" and notebook:
+        rows.append(_row(e, found, "not read", _what(e)))
+    elif what == "subfolder" and notebook:
+        folder = "/".join(e.parts[len(e.owner) + 1:-1])
+        rows.append(_row(e, found, "not read", f"not read: a notebook in a subfolder ({folder}/) of the "
+                         f"submission; nbgrader grades only the notebooks directly in {assignment}/"))
+    else:
+        if notebook:
+            rows.append(_row(e, found))
+        present.setdefault((found.platform, found.platform_id), (e, found))
+
+
+def _what(e: Entry) -> str:
+    """A "not read" row's reason: what the entry is (a link, a pipe, an unsafe zip member, a student past the cap)."""
+    return f"{'a folder named *.ipynb' if e.kind == 'dir' else e.kind}: not read"
 
 
 def _row(e: Entry, found: Found, status: str = "graded", problem: str | None = None) -> tuple[Submission, Found]:

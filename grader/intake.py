@@ -5,8 +5,15 @@ device is an entry saying what it is), a zip from its listing alone, nothing ext
 is absolute or has ``..`` (backslashes read as slashes), a link, an encrypted member, one over a cap, is an entry
 saying what it is, never read. Reading an entry (:class:`Entry`'s ``reader``) opens a file with ``O_NOFOLLOW`` and
 ``O_NONBLOCK`` at every part of its path and checks with ``fstat`` that it is still a regular file, or inflates a
-member in memory under the caps below, whatever its header declares. A folder or zip that cannot be listed, or is
-over its cap, is a :class:`SourceError`, raised before anything is graded.
+member in memory under the caps below, whatever its header declares.
+
+Each entry knows its **owner**, the student's place it lies in (``grader/platforms.py``: a Moodle submission folder
+or nbgrader's student folder, decided from the top down, so nothing inside a place makes another). One student's
+entries, a place's or the files named by one platform identity, are listed up to ``MAX_SUBMISSION_ENTRIES``: past
+it that student's entries are dropped for one entry saying so (their "not read" row), and a folder of theirs is
+listed no further, so what one student adds costs the listing no more than the cap. A folder or zip that cannot be
+listed, or whose own entries (outside every student's) are over their cap, is a :class:`SourceError`, raised
+before anything is graded.
 """
 
 from __future__ import annotations
@@ -18,17 +25,19 @@ import sys
 import zipfile
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
+from itertools import islice
 from pathlib import Path
 
-from grader import limits
+from grader import limits, platforms
 from grader.kernel_side import plain
 
 SKIPPED = {".ipynb_checkpoints", "__MACOSX"}  # Jupyter's autosaves; macOS's resource forks in a zip
 KINDS = ((stat.S_ISREG, "file"), (stat.S_ISDIR, "dir"), (stat.S_ISLNK, "a symbolic link"),
          (stat.S_ISFIFO, "a named pipe"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"),
          (stat.S_ISBLK, "a device"))
+OVER = f"more than {limits.MAX_SUBMISSION_ENTRIES} files and folders in one submission (the cap per student)"
 
 
 class SourceError(ValueError):
@@ -45,49 +54,102 @@ class Entry:
     source: str                   # its path as written ("/"-separated in a folder)
     kind: str                     # "file", "dir", or what it is instead ("a symbolic link", ...)
     reader: Callable[[], bytes] | None = None
-    always: bool = False          # a zip member that is listed whatever its name (an unsafe path, a link, ...)
+    always: bool = False          # listed whatever its name (an unsafe zip member, a student over the cap)
+    owner: tuple[str, ...] | None = None  # the student's place it lies in (the place's own entry: itself)
 
 
-def entries(source: Path) -> list[Entry]:
-    """Every file and folder in ``source`` (a folder or a zip), except Jupyter's checkpoints and macOS's forks."""
+def entries(source: Path, assignment: str) -> list[Entry]:
+    """Every file and folder in ``source`` (a folder or a zip), except Jupyter's checkpoints and macOS's forks, each
+    with its owner; one student's past the cap replaced by one entry saying so."""
     source = Path(source)
     if source.is_dir():
-        found = _folder_entries(source)
+        found = _folder_entries(source, assignment)
     elif source.is_file():
-        found = _zip_entries(source)
+        found = _zip_entries(source, assignment)
     else:
         raise SourceError(f"SUBMISSIONS: expected a folder or a .zip file of submissions, got {str(source)!r}")
     return [e for e in found if not SKIPPED & set(e.parts)]
 
 
-def _folder_entries(root: Path) -> list[Entry]:
-    """Every file and folder below ``root``, walked without following a link (a link is an entry of its own)."""
-    found, stack = [], [()]
+def _student(entry: Entry) -> tuple | None:
+    """Whose entry this is, for the cap: its place, or the platform identity its file name states; None: nobody's."""
+    if entry.owner is not None:
+        return entry.owner
+    return platforms.file_owner(entry.parts[-1]) if entry.kind == "file" else None
+
+
+class _Tally:
+    """Entries kept per student (:func:`_student`), and outside every student's."""
+
+    def __init__(self, where: str):
+        self.where, self.kept, self.unowned = where, {}, 0
+        self.over: dict[tuple, Entry] = {}  # student -> the one entry that stands for all of theirs
+
+    def keep(self, entry: Entry) -> bool:
+        """Whether ``entry`` is kept: False once its student is past the cap (one entry says so instead)."""
+        key = _student(entry)
+        if key is None:
+            self.unowned += 1
+            if self.unowned > limits.MAX_FOLDER_ENTRIES:
+                raise SourceError(f"SUBMISSIONS: expected at most {limits.MAX_FOLDER_ENTRIES} files and folders "
+                                  f"outside the students' submissions, got more in {self.where}")
+            return True
+        if key in self.over:
+            return False
+        self.kept[key] = self.kept.get(key, 0) + 1
+        if self.kept[key] > limits.MAX_SUBMISSION_ENTRIES:
+            at = entry.owner or entry.parts  # a place stands for itself; a file for its platform identity
+            self.over[key] = Entry(at, "/".join(at), OVER, always=True, owner=entry.owner)
+            return False
+        return True
+
+    def result(self, found: list[Entry]) -> list[Entry]:
+        return [e for e in found if _student(e) not in self.over] + list(self.over.values())
+
+
+def _folder_entries(root: Path, assignment: str) -> list[Entry]:
+    """Every file and folder below ``root``, walked without following a link (a link is an entry of its own). A
+    folder inside no place is listed whole and becomes a place by its name or the folders it holds; a place's
+    folders are listed only while their student is under the cap."""
+    tally, found, stack = _Tally(repr(str(root))), [], [((), None)]
     while stack:
-        rel = stack.pop()
+        rel, owner = stack.pop()
+        if owner is None and rel and platforms.MOODLE_FOLDER.match(rel[-1]):
+            owner = rel  # a place by its name alone: listed under its cap from the start
+        if owner in tally.over:
+            continue
         try:
-            listing = list(os.scandir(os.path.join(root, *rel)))
+            room = limits.MAX_SUBMISSION_ENTRIES + 1 if owner else limits.MAX_FOLDER_ENTRIES + 1
+            with os.scandir(os.path.join(root, *rel)) as listing:
+                items = list(islice(listing, room))
         except OSError as exc:
             if not rel:
                 raise SourceError(f"SUBMISSIONS: expected a readable folder, got {str(root)!r} "
                                   f"({exc.strerror})") from None
-            found.append(Entry(rel, "/".join(rel), "a folder that cannot be listed"))
+            found.append(Entry(rel, "/".join(rel), "a folder that cannot be listed", owner=owner))
             continue
-        for item in listing:
-            parts = (*rel, item.name)
+        children = []
+        for item in items:
             try:
                 mode = item.stat(follow_symlinks=False).st_mode
             except OSError:
                 continue  # gone since it was listed
-            kind = next((what for test, what in KINDS if test(mode)), "not a regular file")
-            if kind == "dir" and item.name not in SKIPPED:
-                stack.append(parts)
-            found.append(Entry(parts, "/".join(parts), kind, partial(_read_file, root, "/".join(parts))
-                               if kind == "file" else None))
-        if len(found) > limits.MAX_FOLDER_ENTRIES:
-            raise SourceError(f"SUBMISSIONS: expected a folder of at most {limits.MAX_FOLDER_ENTRIES} files and "
-                              f"folders, got more below {str(root)!r}")
-    return found
+            children.append(((*rel, item.name), next((what for test, what in KINDS if test(mode)),
+                                                     "not a regular file")))
+        folders = {parts[-1] for parts, kind in children if kind == "dir"}
+        if owner is None and rel and platforms.is_place(rel[-1], folders, assignment):
+            owner = rel  # nbgrader's student folder: it holds <assignment>/
+        for parts, kind in children:
+            entry = Entry(parts, "/".join(parts), kind, partial(_read_file, root, "/".join(parts))
+                          if kind == "file" else None, owner=owner)
+            if not tally.keep(entry):
+                if owner:
+                    break  # this student is past the cap: their folders are listed no further
+                continue
+            found.append(entry)
+            if kind == "dir" and parts[-1] not in SKIPPED:
+                stack.append((parts, owner))
+    return tally.result(found)
 
 
 def _read_file(root: Path, rel: str) -> bytes:
@@ -100,7 +162,7 @@ def _read_file(root: Path, rel: str) -> bytes:
                          "be opened") from None
 
 
-def _zip_entries(path: Path) -> list[Entry]:
+def _zip_entries(path: Path, assignment: str) -> list[Entry]:
     """Every member of the zip ``path``, to be read in memory; SourceError for a file that is not a valid zip."""
     try:
         archive = _Archive(path)
@@ -111,7 +173,32 @@ def _zip_entries(path: Path) -> list[Entry]:
     if len(infos) > limits.MAX_ZIP_MEMBERS:
         raise SourceError(f"SUBMISSIONS: expected a .zip of at most {limits.MAX_ZIP_MEMBERS} members, got "
                           f"{len(infos)} in {str(path)!r}")
-    return [_member(archive, info) for info in infos]
+    members = [_member(archive, info) for info in infos]
+    places = _zip_places(members, assignment)
+    tally, found = _Tally(repr(str(path))), []
+    for e in members:
+        owner = next((e.parts[:i] for i in range(1, len(e.parts)) if e.parts[:i] in places), None)
+        entry = replace(e, owner=owner)
+        if tally.keep(entry):
+            found.append(entry)
+    return tally.result(found)
+
+
+def _zip_places(members: list[Entry], assignment: str) -> set[tuple[str, ...]]:
+    """The folders of a zip that are places (``platforms.is_place``), read from the top down: a folder inside a
+    place is never one."""
+    holds: dict[tuple, set[str]] = {}  # folder -> the names of the folders it holds
+    for e in members:
+        for i in range(1, len(e.parts) + (e.kind == "dir")):
+            holds.setdefault(e.parts[:i], set())
+            if i > 1:
+                holds[e.parts[:i - 1]].add(e.parts[i - 1])
+    places: set[tuple[str, ...]] = set()
+    for folder in sorted(holds, key=len):
+        inside = any(folder[:i] in places for i in range(1, len(folder)))
+        if not inside and platforms.is_place(folder[-1], holds[folder], assignment):
+            places.add(folder)
+    return places
 
 
 def _member(archive: _Archive, info: zipfile.ZipInfo) -> Entry:

@@ -23,11 +23,17 @@ MAX_FILE_BYTES = 16 * MIB      # a submission file, or one zip member as inflate
 MAX_CELLS = 500                # cells in one notebook: a chapter's exercises have fewer than 100
 MAX_CELL_CHARS = 200_000       # characters in one cell's source: an answer is a few thousand
 MAX_ID_CHARS = 100             # characters of a student id, the name of its feedback page (file systems allow 255)
-MAX_FOLDER_ENTRIES = 100_000   # files and folders walked below one SUBMISSIONS folder: a class of thousands
-                               # with a few files each, before the walk itself becomes the cost
+MAX_SUBMISSION_ENTRIES = 1000  # files and folders of one student (a place, or the files of one Canvas or Moodle
+                               # identity): a notebook and a few data files. Past it, that student's row says so
+                               # and the rest of their folders is not listed, so one student cannot make the
+                               # listing, or the class, wait on them
+MAX_FOLDER_ENTRIES = 100_000   # files and folders outside every student's submission, in one SUBMISSIONS folder
+                               # or zip (the instructor's own: a class of thousands with a few files each)
 
 # --- The zip: one download as it is read in memory, never unpacked (grader/intake.py) ----------------------
-MAX_ZIP_MEMBERS = 10_000       # members listed in one zip, checked before anything is read
+MAX_ZIP_MEMBERS = 200_000      # members listed in one zip, checked before anything is read: Python's zipfile
+                               # reads a zip's whole listing at once (about 650 bytes a member, 130 MiB here), so
+                               # this bounds the grader's memory; a class of hundreds, a few files each, is far below
 MAX_ZIP_BYTES = 2 * GIB        # bytes inflated from one zip over every read of its members: a class's notebooks
                                # with their outputs, read more than once
 MAX_ZIP_RATIO = 200            # inflated : compressed bytes of one member (a notebook compresses about 10:1) ...

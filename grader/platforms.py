@@ -11,7 +11,13 @@ Downloads, read by ``collect.gather`` through :func:`identify` (verified against
   folders, ``<Full name>_<participant id>_assignsubmission_file_<file name>``; a ``_`` in a name becomes a space.
 - nbgrader: ``submitted/<student>/<assignment>/<notebook>``.
 
-A plain file named like one of these (``bob_12_34_x.ipynb`` reads as Canvas's) is taken as that platform's.
+Who a file belongs to is decided from the top of the download down, by the one place the platform writes it: a
+folder is a student's **place** when it is not inside another's place and its own name is a Moodle submission
+folder's, or it holds a folder named like the assignment (nbgrader's ``<student>/``). Everything below a place is
+that student's, at any depth, whatever its names say (:func:`identify_in`): a folder ``bob/<assignment>/`` or a
+file named like a Canvas download inside Mallory's place is Mallory's. A file outside every place is read by its
+own name (:func:`identify`): a plain file named like one of these (``bob_12_34_x.ipynb`` reads as Canvas's) is
+taken as that platform's.
 
 Grades and feedback pages back to the platforms: ``grader/export.py``.
 """
@@ -42,17 +48,42 @@ class Found:
     order: tuple = ()      # of one identity's notebooks, the highest is graded
 
 
+def is_place(name: str, folders: set[str] | frozenset[str], assignment: str) -> bool:
+    """Whether a folder named ``name`` holding the folders ``folders`` (and inside no other place) is a student's
+    place: a Moodle submission folder, or nbgrader's student folder (it holds ``<assignment>/``)."""
+    return bool(MOODLE_FOLDER.match(name)) or assignment in folders
+
+
+def file_owner(name: str) -> tuple[str, str] | None:
+    """The platform identity a file outside every place names (Canvas's user id, Moodle's participant id), or None:
+    what one student's files are counted under."""
+    if m := MOODLE_FILE.match(name):
+        return "moodle", m["pid"]
+    if m := CANVAS_ANON.match(name) or CANVAS.match(name):
+        return "canvas", m["uid"]
+    return None
+
+
+def identify_in(place: tuple[str, ...], parts: tuple[str, ...], assignment: str) -> tuple[Found, str]:
+    """Whose ``parts`` is, inside the student's ``place``, and what it is to this assignment: ``"submission"`` (a
+    notebook of it), ``"subfolder"`` (in a subfolder of nbgrader's assignment folder, which nbgrader never reads) or
+    ``"other"`` (nbgrader: another assignment's)."""
+    inside = parts[len(place):]
+    if m := MOODLE_FOLDER.match(place[-1]):
+        return _moodle(m, "/".join(inside), assignment), "submission"
+    order = _by_name(parts[-1], assignment)
+    found = Found("nbgrader", place[-1], "", place[-1], order=order)
+    if inside[:1] != (assignment,):
+        return found, "other"
+    return found, "submission" if len(inside) <= 2 else "subfolder"
+
+
 def identify(parts: tuple[str, ...], assignment: str, top: tuple[str, ...] = ()) -> Found | None:
-    """Whose file ``parts`` (a path in the download) is, by the first layout it matches: Moodle, nbgrader, Canvas,
-    then a plain ``<student>[_<assignment>].ipynb`` directly in ``top``; None for a file of no layout."""
+    """Whose file ``parts`` (a path in the download, outside every place) is, by its own name: Moodle's or Canvas's
+    file name, then a plain ``<student>[_<assignment>].ipynb`` directly in ``top``; None for a file of no layout."""
     name = parts[-1]
-    for i, part in enumerate(parts[:-1]):
-        if m := MOODLE_FOLDER.match(part):
-            return _moodle(m, "/".join(parts[i + 1:]), assignment)
     if m := MOODLE_FILE.match(name):
         return _moodle(m, m["file"], assignment)
-    if len(parts) >= 3 and parts[-2] == assignment:
-        return Found("nbgrader", parts[-3], "", parts[-3], order=_by_name(name, assignment))
     if m := CANVAS_ANON.match(name) or CANVAS.match(name):
         attempt = ATTEMPT.search(m["file"])
         tries = 0 if attempt is None else UUID_ATTEMPT if "-" in attempt[1] else int(attempt[1])
@@ -62,15 +93,6 @@ def identify(parts: tuple[str, ...], assignment: str, top: tuple[str, ...] = ())
     if tuple(parts[:-1]) == tuple(top):
         stem = name[: -len(".ipynb")] if name.lower().endswith(".ipynb") else name
         return Found("folder", own=stem[: -len(assignment) - 1] if stem.endswith("_" + assignment) else stem)
-    return None
-
-
-def identify_folder(parts: tuple[str, ...], assignment: str, top: tuple[str, ...] = ()) -> Found | None:
-    """Whose folder ``parts`` is: a Moodle submission folder, or nbgrader's ``<student>/<assignment>``."""
-    if m := MOODLE_FOLDER.match(parts[-1]):
-        return _moodle(m, "", assignment)
-    if len(parts) >= 2 and parts[-1] == assignment:
-        return Found("nbgrader", parts[-2], "", parts[-2])
     return None
 
 

@@ -117,7 +117,8 @@ def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, clock: Clock, set
                      "the rest was not run")
             cell.outputs = []
             return done
-        result = kernel.execute(cell.source, clock.cap(timeout), max_chars=min(limits.MAX_OUTPUT_CHARS, room))
+        limit = clock.cap(timeout)
+        result = kernel.execute(cell.source, limit, max_chars=min(limits.MAX_OUTPUT_CHARS, room))
         room -= result.chars
         cell.outputs = result.outputs
         for what in refusals(result.outputs):
@@ -128,7 +129,7 @@ def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, clock: Clock, set
         if result.oversized:
             run.note(f"{where} {OVERSIZED}")
         if result.status == "timeout":
-            _event(run, f"time limit ({where})")
+            _event(run, _stopped(where, limit, timeout))
             run.note(f"{where} ran longer than {timeout:g} s (or than the time left) and was stopped")
             cell.outputs.append(_error("TimeoutError", "stopped by the grader"))
         elif result.status == "error" and _is_answer(cell):
@@ -146,6 +147,13 @@ def run_notebook(kernel: Kernel, nb, timeout: float, run: Run, clock: Clock, set
         if cell.source != KILLED and result.status != "timeout":
             done.append(cell.source)
     return done
+
+
+def _stopped(where: str, limit: float, timeout: float) -> str:
+    """The sandbox column's words for a cell the grader interrupted: at its time limit, or at the budget's end."""
+    if limit < timeout:
+        return f"stopped by the grader when the submission's time budget ran out ({where})"
+    return f"stopped by the grader at the {timeout:g} s time limit ({where})"
 
 
 def _event(run: Run, text: str) -> None:
@@ -197,7 +205,8 @@ def ask(kernel: Kernel, box: Path, cases: dict, max_points: dict, watch: dict, t
         code = _in_kernel("from kernel_side import runner\nrunner.answer(user, box, gid, n, watch, sizes)",
                           user="globals()", box=repr(str(box)), gid=repr(gid), n=str(len(group)),
                           watch=repr(tuple(watch.get(gid, ()))), sizes=repr(KERNEL_SIZES))
-        result = kernel.execute(code, clock.cap(timeout), max_chars=0)
+        limit = clock.cap(timeout)
+        result = kernel.execute(code, limit, max_chars=0)
         seen: set = set()
         for i, case in enumerate(group):
             reply = replies.read_reply(box, f"out/{gid}/{i}", tuple(watch.get(gid, ())))
@@ -211,7 +220,7 @@ def ask(kernel: Kernel, box: Path, cases: dict, max_points: dict, watch: dict, t
         if result.oversized:
             run.note(f"{gid}: during the hidden tests the kernel {OVERSIZED}")
         if result.status == "timeout":
-            _event(run, f"time limit ({gid} hidden tests)")
+            _event(run, _stopped(f"{gid} hidden tests", limit, timeout))
             run.note(f"{gid}: the hidden tests ran longer than {timeout:g} s (or than the time left) and were stopped")
         elif result.status == "died":
             _event(run, f"the kernel stopped ({gid} hidden tests, exit code {kernel.exit_code()})")

@@ -335,6 +335,14 @@ def test_what_went_wrong_is_in_the_report_and_the_feedback(graded, name):
     assert REASONS[name] in html.unescape(graded.page(name)), name
 
 
+def test_a_cell_the_grader_stopped_is_said_to_be_stopped_by_the_grader(graded):
+    """The sandbox column names who stopped a loop and at which limit; ipykernel's SIGINT to itself, which is how
+    it answers the grader's interrupt, is not the student's signal (it read "sent a signal: (2, 2)")."""
+    sandbox = graded.rows["23_loops"]["sandbox"]
+    assert "stopped by the grader at the 10 s time limit (" in sandbox, sandbox
+    assert "sent a signal" not in sandbox, sandbox
+
+
 def test_a_fork_bomb_is_held_to_the_process_limit(graded):
     forks = graded.printed("04_fork_bomb", "FORKS")
     assert forks and int(forks[0]) <= PROCESS_LIMIT, forks

@@ -162,6 +162,108 @@ def test_nbgraders_layout_one_student_folder_each(tmp_path, given):
     assert subs["mallory"].status == "not read" and subs["mallory"].problems == ["a symbolic link: not read"]
 
 
+# Mallory's place holds her notebook and, below it, folders named like her classmates' places, a Moodle submission
+# folder and a Canvas download's file name. nbgrader's submit and collect copy a student's folder whole
+# (shutil.copytree), so all of it arrives. Before, the identity was read from any depth: bob's own notebook was
+# "superseded" by her blank copy, zed's lost a tie of names, and ghost, who handed nothing in, got her solved one.
+MALLORY = {
+    f"submitted/alice/{A}/{A}.ipynb": NB,
+    f"submitted/bob/{A}/my_work.ipynb": NB,
+    f"submitted/zed/{A}/{A}.ipynb": NB,
+    f"submitted/mallory/{A}/{A}.ipynb": NB,
+    f"submitted/mallory/{A}/bob/{A}/{A}.ipynb": b"blank",
+    f"submitted/mallory/{A}/zed/{A}/{A}.ipynb": b"blank",
+    f"submitted/mallory/{A}/ghost/{A}/{A}.ipynb": b"solved",
+    f"submitted/mallory/{A}/Bob Lee_12_assignsubmission_file/{A}.ipynb": b"blank",
+    f"submitted/mallory/{A}/x/bob_12_34_{A}.ipynb": b"blank",
+    f"submitted/mallory/05_other/Zed Z_13_assignsubmission_file/{A}.ipynb": b"blank",
+}
+
+
+@pytest.mark.parametrize("how", ["folder", "zip"])
+def test_everything_below_a_students_folder_is_theirs_at_any_depth(tmp_path, how):
+    subs = collect.gather(source(tmp_path, MALLORY, how), A)
+    graded = {s.student: s.source for s in subs if s.status == "graded"}
+    assert graded == {"alice": f"submitted/alice/{A}/{A}.ipynb", "bob": f"submitted/bob/{A}/my_work.ipynb",
+                      "zed": f"submitted/zed/{A}/{A}.ipynb", "mallory": f"submitted/mallory/{A}/{A}.ipynb"}
+    assert {(s.platform, s.platform_id) for s in subs} == {("nbgrader", n) for n in ("alice", "bob", "zed", "mallory")}
+    assert all(not s.problems for s in subs if s.status == "graded")
+    hers = [s for s in subs if s.source.startswith(f"submitted/mallory/{A}/") and s.status != "graded"]
+    assert len(hers) == 5 and all(s.status == "not read" and s.platform_id == "mallory" for s in hers)
+    assert all(s.student.startswith("mallory_") for s in hers)
+    bob = next(s for s in hers if s.source == f"submitted/mallory/{A}/bob/{A}/{A}.ipynb")
+    assert bob.problems == [f"not read: a notebook in a subfolder (bob/{A}/) of the submission; nbgrader grades "
+                            f"only the notebooks directly in {A}/"]
+    assert len(subs) == 9  # another assignment's folder is not this one's, whatever it holds
+
+
+@pytest.mark.parametrize("how", ["folder", "zip"])
+def test_a_moodle_folder_is_its_students_whatever_lies_below(tmp_path, how):
+    files = {f"Ann Lee_5_assignsubmission_file/{A}.ipynb": NB,
+             f"Ann Lee_5_assignsubmission_file/submitted/bob/{A}/{A}.ipynb": NB,
+             f"Ann Lee_5_assignsubmission_file/Bo Li_6_assignsubmission_file/{A}.ipynb": NB,
+             f"Ann Lee_5_assignsubmission_file/bo_6_7_{A}.ipynb": NB,
+             f"Bo Li_6_assignsubmission_file/{A}.ipynb": NB}
+    subs = collect.gather(source(tmp_path, files, how), A)
+    assert {s.platform_id for s in subs} == {"5", "6"}
+    bo = [s for s in subs if s.platform_id == "6"]
+    assert [(s.source, s.status) for s in bo] == [(f"Bo Li_6_assignsubmission_file/{A}.ipynb", "graded")]
+
+
+def _count_listing(monkeypatch):
+    """How many entries the walk takes from os.scandir, in all."""
+    seen = {"n": 0}
+    real = os.scandir
+
+    class Counted:
+        def __init__(self, path):
+            self.it = real(path)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.it.close()
+
+        def __iter__(self):
+            for item in self.it:
+                seen["n"] += 1
+                yield item
+
+    monkeypatch.setattr(collect.intake.os, "scandir", Counted)
+    return seen
+
+
+def test_one_student_past_the_cap_is_their_own_row_and_is_listed_no_further(tmp_path, monkeypatch):
+    monkeypatch.setattr(limits, "MAX_FOLDER_ENTRIES", 200)  # the class's cap, as the old walk applied it to all
+    many = 3 * limits.MAX_SUBMISSION_ENTRIES
+    make(tmp_path, {f"submitted/{s}/{A}/{A}.ipynb": NB for s in ("alice", "bob", "mallory")})
+    for i in range(many):  # before: "expected a folder of at most ... files", and nobody was graded
+        (tmp_path / "submitted" / "mallory" / A / f"e{i}").touch()
+    seen = _count_listing(monkeypatch)
+    subs = {s.student: s for s in collect.gather(tmp_path, A)}
+    assert sorted(subs) == ["alice", "bob", "mallory"]
+    assert [subs[s].status for s in ("alice", "bob")] == ["graded", "graded"]
+    cap = f"more than {limits.MAX_SUBMISSION_ENTRIES} files and folders in one submission (the cap per student)"
+    assert (subs["mallory"].status, subs["mallory"].problems) == ("not read", [f"{cap}: not read"])
+    assert seen["n"] <= limits.MAX_SUBMISSION_ENTRIES + 20, seen["n"]  # her folder was not listed past the cap
+
+
+def test_one_canvas_student_with_thousands_of_uploads_does_not_stop_the_class(tmp_path):
+    """The issue's zip: 10,000 one-byte uploads of one student beside an honest class (the old cap refused it)."""
+    with zipfile.ZipFile(tmp_path / "class.zip", "w", zipfile.ZIP_DEFLATED) as z:
+        for uid in range(1, 31):
+            z.writestr(f"student{uid}_{uid}_{1000 + uid}_{A}.ipynb", NB)
+        for i in range(10_000):
+            z.writestr(f"mallory_99_{5000 + i}_x{i}.txt", b"x")
+    subs = collect.gather(tmp_path / "class.zip", A)
+    graded = [s for s in subs if s.status == "graded"]
+    assert sorted(s.platform_id for s in graded) == sorted(str(uid) for uid in range(1, 31))
+    mallory = [s for s in subs if s.platform_id == "99"]
+    assert len(mallory) == 1 and mallory[0].status == "not read" and "the cap per student" in mallory[0].problems[0]
+    assert len(subs) == 31
+
+
 @pytest.mark.parametrize("order", list(itertools.permutations(["bob!", "bob", "bob_2"])))
 def test_a_reduced_name_never_takes_another_files_own_name_in_any_order(tmp_path, order):
     for stem in order:  # creation order; the old rule gave bob! the id bob and pushed bob to bob_2, bob_2 to bob_2_2
@@ -284,11 +386,12 @@ def test_a_zip_bomb_that_lies_about_its_size_inflates_no_more_than_the_caps(tmp_
         sub.read()
 
 
-def test_a_zip_of_too_many_members_is_refused_before_anything_is_read(tmp_path):
+def test_a_zip_of_too_many_members_is_refused_before_anything_is_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(limits, "MAX_ZIP_MEMBERS", 300)  # the real cap (200,000) takes seconds to write
     with zipfile.ZipFile(tmp_path / "many.zip", "w") as z:
         for i in range(limits.MAX_ZIP_MEMBERS + 1):
             z.writestr(f"s{i}.ipynb", b"")
-    refused = r"^SUBMISSIONS: expected a \.zip of at most 10000 members, got 10001"
+    refused = r"^SUBMISSIONS: expected a \.zip of at most 300 members, got 301"
     with pytest.raises(collect.SourceError, match=refused):
         collect.gather(tmp_path / "many.zip", A)
 

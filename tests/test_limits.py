@@ -31,6 +31,8 @@ GUIDE_PHRASES = [
     ("inflated past {n} MiB", "MAX_FILE_BYTES", "MiB"),
     ("or {n} times its compressed size", "MAX_ZIP_RATIO", ""),
     ("holds more than {n} members", "MAX_ZIP_MEMBERS", ""),
+    ("of more than {n} files and folders becomes that student's row", "MAX_SUBMISSION_ENTRIES", ""),
+    ("outside every student's (more than {n} of them)", "MAX_FOLDER_ENTRIES", ""),
     ("members or {n} GiB, is refused", "MAX_ZIP_BYTES", "GiB"),
     ("so does a file over {n} MiB", "MAX_FILE_BYTES", "MiB"),
     ("over {n} cells", "MAX_CELLS", ""),

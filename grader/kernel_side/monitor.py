@@ -6,8 +6,17 @@ decides nothing: the code it watches can forge or silence it, so the report says
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import types
+
+
+def _interrupts_itself(event: str, args) -> bool:
+    """Whether a signal is ipykernel interrupting its own process, as it does when the grader stops a cell (an
+    interrupt request, answered with SIGINT to itself): the grader's doing, which the report says in its own words."""
+    own = os.getpid() if event == "os.kill" else os.getpgid(0)
+    return len(args) == 2 and args[0] == own and args[1] == signal.SIGINT
 
 
 def install(box: str, read_roots: tuple, repo: str, home: str, max_events: int) -> None:
@@ -47,7 +56,7 @@ def install(box: str, read_roots: tuple, repo: str, home: str, max_events: int) 
             note("network: look up " + repr(args[0])[:100])
         elif event in ("subprocess.Popen", "os.system", "os.fork", "os.forkpty", "os.posix_spawn", "os.exec"):
             note("started a process: " + event)
-        elif event in ("os.kill", "os.killpg"):
+        elif event in ("os.kill", "os.killpg") and not _interrupts_itself(event, args):
             note("sent a signal: " + repr(args)[:80])
 
     def hook(event, args):

@@ -147,7 +147,8 @@ def _folder_entries(root: Path, assignment: str) -> list[Entry]:
                     break  # this student is past the cap: their folders are listed no further
                 continue
             found.append(entry)
-            if kind == "dir" and parts[-1] not in SKIPPED:
+            step = owner is None and platforms.course_step(parts[-1], folders)
+            if kind == "dir" and parts[-1] not in SKIPPED and not step:
                 stack.append((parts, owner))
     return tally.result(found)
 
@@ -191,12 +192,15 @@ def _zip_places(members: list[Entry], assignment: str) -> set[tuple[str, ...]]:
     for e in members:
         for i in range(1, len(e.parts) + (e.kind == "dir")):
             holds.setdefault(e.parts[:i], set())
-            if i > 1:
-                holds[e.parts[:i - 1]].add(e.parts[i - 1])
+            holds.setdefault(e.parts[:i - 1], set()).add(e.parts[i - 1])
     places: set[tuple[str, ...]] = set()
-    for folder in sorted(holds, key=len):
-        inside = any(folder[:i] in places for i in range(1, len(folder)))
-        if not inside and platforms.is_place(folder[-1], holds[folder], assignment):
+    steps: set[tuple[str, ...]] = set()  # nbgrader's own steps in a course folder: nothing there is a place
+    for folder in sorted(holds, key=len)[1:]:  # the top, (), is nobody's place
+        if any(folder[:i] in places or folder[:i] in steps for i in range(1, len(folder))):
+            continue
+        if platforms.course_step(folder[-1], holds[folder[:-1]]):
+            steps.add(folder)
+        elif platforms.is_place(folder[-1], holds[folder], assignment):
             places.add(folder)
     return places
 

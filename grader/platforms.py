@@ -33,6 +33,7 @@ CANVAS = re.compile(r"^(?P<name>\w*?)(?P<late>_LATE)?_(?P<uid>\d+)_(?P<fid>\d+)_
 CANVAS_ANON = re.compile(r"^(?P<late>LATE_)?(?P<uid>anon_[A-Za-z0-9]+)_(?P<fid>\d+)_(?P<file>.+)$", re.S)
 UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 ATTEMPT = re.compile(rf"-(\d+|{UUID})(\.[^.]*)?$")
+NBGRADER_STEPS = ("source", "release", "autograded", "feedback")  # a course folder's steps but submitted/
 UUID_ATTEMPT = 8  # Canvas gives up on -1 .. -7 and writes a UUID: the 8th upload of one name, or later
 
 
@@ -46,6 +47,13 @@ class Found:
     late: bool = False
     attempt: int = 0
     order: tuple = ()      # of one identity's notebooks, the highest is graded
+
+
+def course_step(name: str, siblings: set[str] | frozenset[str]) -> bool:
+    """Whether a folder named ``name`` beside the folders ``siblings`` is one of nbgrader's own steps in a course
+    folder (``{course}/{step}/{student}/{assignment}/``: the source, the release, the graded and the feedback
+    copies beside ``submitted/``), which holds no submission: not read."""
+    return name in NBGRADER_STEPS and "submitted" in siblings
 
 
 def is_place(name: str, folders: set[str] | frozenset[str], assignment: str) -> bool:

@@ -198,6 +198,18 @@ def test_everything_below_a_students_folder_is_theirs_at_any_depth(tmp_path, how
 
 
 @pytest.mark.parametrize("how", ["folder", "zip"])
+def test_nbgraders_course_folder_reads_its_submitted_folder_only(tmp_path, how):
+    """{course}/{step}/{student}/{assignment}/: the source (with the solutions), the release and the graded copies
+    are nbgrader's own, never students named "source", "release" or a second alice."""
+    files = {f"source/{A}/{A}.ipynb": b"solutions", f"release/{A}/{A}.ipynb": NB,
+             f"autograded/alice/{A}/{A}.ipynb": NB, f"feedback/alice/{A}/{A}.html": b"<p>",
+             f"submitted/alice/{A}/{A}.ipynb": NB, f"submitted/bob/{A}/{A}.ipynb": NB, "gradebook.db": b""}
+    subs = collect.gather(source(tmp_path, files, how), A)
+    assert sorted((s.student, s.source, s.status) for s in subs) == [
+        ("alice", f"submitted/alice/{A}/{A}.ipynb", "graded"), ("bob", f"submitted/bob/{A}/{A}.ipynb", "graded")]
+
+
+@pytest.mark.parametrize("how", ["folder", "zip"])
 def test_a_moodle_folder_is_its_students_whatever_lies_below(tmp_path, how):
     files = {f"Ann Lee_5_assignsubmission_file/{A}.ipynb": NB,
              f"Ann Lee_5_assignsubmission_file/submitted/bob/{A}/{A}.ipynb": NB,

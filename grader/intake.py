@@ -27,7 +27,6 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
-from itertools import islice
 from pathlib import Path
 
 from grader import limits, platforms
@@ -82,8 +81,15 @@ class _Tally:
     """Entries kept per student (:func:`_student`), and outside every student's."""
 
     def __init__(self, where: str):
-        self.where, self.kept, self.unowned = where, {}, 0
+        self.where, self.kept, self.unowned, self.folders = where, {}, 0, 0
         self.over: dict[tuple, Entry] = {}  # student -> the one entry that stands for all of theirs
+
+    def count_folder(self) -> None:
+        """A folder outside every place, as it is first read: bounded like the instructor's other entries."""
+        self.folders += 1
+        if self.folders > limits.MAX_FOLDER_ENTRIES:
+            raise SourceError(f"SUBMISSIONS: expected at most {limits.MAX_FOLDER_ENTRIES} folders outside the "
+                              f"students' submissions, got more in {self.where}")
 
     def keep(self, entry: Entry) -> bool:
         """Whether ``entry`` is kept: False once its student is past the cap (one entry says so instead)."""
@@ -109,48 +115,53 @@ class _Tally:
 
 def _folder_entries(root: Path, assignment: str) -> list[Entry]:
     """Every file and folder below ``root``, walked without following a link (a link is an entry of its own). A
-    folder inside no place is listed whole and becomes a place by its name or the folders it holds; a place's
-    folders are listed only while their student is under the cap."""
+    folder inside no place becomes one by its name or by the folders it holds (read first); a place's folders are
+    listed only while their student is under the cap, and one student's files past it are never kept."""
     tally, found, stack = _Tally(repr(str(root))), [], [((), None)]
     while stack:
         rel, owner = stack.pop()
         if owner is None and rel and platforms.MOODLE_FOLDER.match(rel[-1]):
-            owner = rel  # a place by its name alone: listed under its cap from the start
+            owner = rel  # a place by its name alone
         if owner in tally.over:
             continue
         try:
-            room = limits.MAX_SUBMISSION_ENTRIES + 1 if owner else limits.MAX_FOLDER_ENTRIES + 1
-            with os.scandir(os.path.join(root, *rel)) as listing:
-                items = list(islice(listing, room))
+            folders = set() if owner else {parts[-1] for parts, kind in _listing(root, rel, tally) if kind == "dir"}
+            if owner is None and rel and platforms.is_place(rel[-1], folders, assignment):
+                owner = rel  # nbgrader's student folder: it holds <assignment>/
+            for parts, kind in _listing(root, rel):
+                entry = Entry(parts, "/".join(parts), kind, partial(_read_file, root, "/".join(parts))
+                              if kind == "file" else None, owner=owner)
+                if not tally.keep(entry):
+                    if owner:
+                        break  # this student is past the cap: their folders are listed no further
+                    continue
+                found.append(entry)
+                step = owner is None and platforms.course_step(parts[-1], folders)
+                if kind == "dir" and parts[-1] not in SKIPPED and not step:
+                    stack.append((parts, owner))
         except OSError as exc:
             if not rel:
                 raise SourceError(f"SUBMISSIONS: expected a readable folder, got {str(root)!r} "
                                   f"({exc.strerror})") from None
             found.append(Entry(rel, "/".join(rel), "a folder that cannot be listed", owner=owner))
-            continue
-        children = []
-        for item in items:
+    return tally.result(found)
+
+
+def _listing(root: Path, rel: tuple[str, ...], tally: _Tally | None = None):
+    """(parts, kind) of each entry of the folder ``rel``, one at a time, links not followed. With ``tally``: its
+    folders only, each counted as the instructor's (a folder outside every place is read twice, this first)."""
+    with os.scandir(os.path.join(root, *rel)) as listing:
+        for item in listing:
+            if tally is not None and not item.is_dir(follow_symlinks=False):
+                continue
             try:
                 mode = item.stat(follow_symlinks=False).st_mode
             except OSError:
                 continue  # gone since it was listed
-            children.append(((*rel, item.name), next((what for test, what in KINDS if test(mode)),
-                                                     "not a regular file")))
-        folders = {parts[-1] for parts, kind in children if kind == "dir"}
-        if owner is None and rel and platforms.is_place(rel[-1], folders, assignment):
-            owner = rel  # nbgrader's student folder: it holds <assignment>/
-        for parts, kind in children:
-            entry = Entry(parts, "/".join(parts), kind, partial(_read_file, root, "/".join(parts))
-                          if kind == "file" else None, owner=owner)
-            if not tally.keep(entry):
-                if owner:
-                    break  # this student is past the cap: their folders are listed no further
-                continue
-            found.append(entry)
-            step = owner is None and platforms.course_step(parts[-1], folders)
-            if kind == "dir" and parts[-1] not in SKIPPED and not step:
-                stack.append((parts, owner))
-    return tally.result(found)
+            kind = next((what for test, what in KINDS if test(mode)), "not a regular file")
+            if tally is not None:
+                tally.count_folder()
+            yield (*rel, item.name), kind
 
 
 def _read_file(root: Path, rel: str) -> bytes:

@@ -261,6 +261,17 @@ def test_one_student_past_the_cap_is_their_own_row_and_is_listed_no_further(tmp_
     assert seen["n"] <= limits.MAX_SUBMISSION_ENTRIES + 20, seen["n"]  # her folder was not listed past the cap
 
 
+def test_one_students_files_in_a_folder_of_the_whole_class_count_against_theirs_only(tmp_path, monkeypatch):
+    """An unpacked Canvas download: Mallory's uploads lie beside everyone's files, and the folder is read to its end."""
+    monkeypatch.setattr(limits, "MAX_FOLDER_ENTRIES", 100)
+    for i in range(2 * limits.MAX_SUBMISSION_ENTRIES):
+        (tmp_path / f"mallory_99_{5000 + i}_x{i}.txt").touch()
+    make(tmp_path, {f"student{uid}_{uid}_{1000 + uid}_{A}.ipynb": NB for uid in range(1, 31)})
+    subs = collect.gather(tmp_path, A)
+    assert sorted(s.platform_id for s in subs if s.status == "graded") == sorted(str(uid) for uid in range(1, 31))
+    assert [s.status for s in subs if s.platform_id == "99"] == ["not read"]
+
+
 def test_one_canvas_student_with_thousands_of_uploads_does_not_stop_the_class(tmp_path):
     """The issue's zip: 10,000 one-byte uploads of one student beside an honest class (the old cap refused it)."""
     with zipfile.ZipFile(tmp_path / "class.zip", "w", zipfile.ZIP_DEFLATED) as z:

@@ -92,12 +92,13 @@ def gather(source: Path, assignment: str) -> list[Submission]:
 
 
 def _rows(entries: list[Entry], assignment: str) -> list[tuple[Submission, Found]]:
-    """A row per notebook of a layout, per thing that cannot be read, per platform submission without a notebook:
-    first what lies in the students' places (``grader/platforms.py``), then the files outside them, by name."""
-    rows, present = [], {}
+    """A row per file of a layout (a notebook to grade; any other file a student uploaded, not read), per thing that
+    cannot be read, per nbgrader submission without a notebook: first what lies in the students' places
+    (``grader/platforms.py``), then the files outside them, by name."""
+    rows, uploads, present = [], {}, {}
     for e in sorted(entries, key=lambda e: (e.parts, e.source)):
         if e.owner is not None:
-            _in_place(e, assignment, rows, present)
+            _in_place(e, assignment, rows, uploads, present)
     outside = [e for e in entries if e.owner is None]
     top = os.path.commonprefix([e.parts[:-1] for e in outside if e.kind != "dir"]) if outside else ()
     levels = {e.owner[:-1] for e in entries if e.owner and not platforms.MOODLE_FOLDER.match(e.owner[-1])}
@@ -109,22 +110,31 @@ def _rows(entries: list[Entry], assignment: str) -> list[tuple[Submission, Found
         if e.kind == "file":
             if found and notebook:
                 rows.append(_row(e, found))
-            elif found and found.platform != "folder":
-                present.setdefault((found.platform, found.platform_id), (e, found))
+            elif found and not (found.platform == "folder" and (levels or e.parts[-1].startswith("."))):
+                # a plain file is a student's upload, but not .DS_Store, nor nbgrader's own gradebook.db
+                uploads.setdefault((found.platform, found.platform_id or e.source), []).append((e, found))
             continue
         if found is None and e.parts[:-1] in levels:  # a link, a pipe, ... where nbgrader's student folders are
             found = Found("nbgrader", e.parts[-1], "", e.parts[-1])
         if found or notebook or e.always:
             rows.append(_row(e, found or Found("folder", own=_stem(e.parts[-1])), "not read", _what(e)))
     have = {(f.platform, f.platform_id) for _, f in rows}
+    for key, files in uploads.items():
+        for i, (e, found) in enumerate(files):
+            alone = i == 0 and key not in have and found.platform != "folder"
+            rows.append(_row(e, found, "not read", "no notebook in this submission: not read" if alone
+                             else "not a notebook: not read"))
+    have |= set(uploads)
     for key, (e, found) in present.items():
         if key not in have:
             rows.append(_row(e, found, "not read", "no notebook in this submission: not read"))
     return rows
 
 
-def _in_place(e: Entry, assignment: str, rows: list, present: dict) -> None:
-    """The row of an entry inside a student's place, if it has one: everything there is that student's."""
+def _in_place(e: Entry, assignment: str, rows: list, uploads: dict, present: dict) -> None:
+    """The row of an entry inside a student's place, if it has one: everything there is that student's. A Moodle
+    folder's other files are uploads with rows of their own; nbgrader's assignment folder holds the release's other
+    files too, which are not the student's uploads: they only show that the student handed something in."""
     found, what = platforms.identify_in(e.owner, e.parts, assignment)
     notebook = e.parts[-1].lower().endswith(".ipynb")
     if what == "other" and not e.always:
@@ -135,9 +145,11 @@ def _in_place(e: Entry, assignment: str, rows: list, present: dict) -> None:
         folder = "/".join(e.parts[len(e.owner) + 1:-1])
         rows.append(_row(e, found, "not read", f"not read: a notebook in a subfolder ({folder}/) of the "
                          f"submission; nbgrader grades only the notebooks directly in {assignment}/"))
+    elif notebook:
+        rows.append(_row(e, found))
+    elif e.kind == "file" and found.platform == "moodle":
+        uploads.setdefault((found.platform, found.platform_id), []).append((e, found))
     else:
-        if notebook:
-            rows.append(_row(e, found))
         present.setdefault((found.platform, found.platform_id), (e, found))
 
 

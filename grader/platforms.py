@@ -99,7 +99,7 @@ def identify(parts: tuple[str, ...], assignment: str, top: tuple[str, ...] = ())
         return Found("canvas", m["uid"], "" if own == m["uid"] else m["name"], own, bool(m["late"]), tries,
                      (tries, int(m["fid"])))
     if tuple(parts[:-1]) == tuple(top):
-        stem = name[: -len(".ipynb")] if name.lower().endswith(".ipynb") else name
+        stem = name.rsplit(".", 1)[0] if "." in name[1:] else name  # bob.ipynb, bob.py: bob
         return Found("folder", own=stem[: -len(assignment) - 1] if stem.endswith("_" + assignment) else stem)
     return None
 

@@ -435,6 +435,22 @@ def test_a_truncated_zip_is_an_error_too(tmp_path):
         collect.gather(tmp_path / "missing", A)
 
 
+@pytest.mark.parametrize("how", ["folder", "zip"])
+def test_every_file_a_student_uploaded_has_its_row(tmp_path, how):
+    """A .py beside a Canvas notebook and a .png in a Moodle folder were dropped in silence; a plain folder's .py too."""
+    files = {f"doejane_7_90_{A}.ipynb": NB, "doejane_7_91_helpers.py": b"x = 1",
+             f"Ann Lee_5_assignsubmission_file/{A}.ipynb": NB, "Ann Lee_5_assignsubmission_file/plot.png": b"png",
+             "bob.py": b"print(1)", ".DS_Store": b""}
+    subs = rows_by_file(collect.gather(source(tmp_path, files, how), A))
+    assert {f: (s.status, s.problems) for f, s in subs.items() if s.status != "graded"} == {
+        "doejane_7_91_helpers.py": ("not read", ["not a notebook: not read"]),
+        "Ann Lee_5_assignsubmission_file/plot.png": ("not read", ["not a notebook: not read"]),
+        "bob.py": ("not read", ["not a notebook: not read"])}
+    assert subs["doejane_7_91_helpers.py"].platform_id == "7" and subs["bob.py"].student == "bob"
+    assert sorted(f for f, s in subs.items() if s.status == "graded") == \
+        [f"Ann Lee_5_assignsubmission_file/{A}.ipynb", f"doejane_7_90_{A}.ipynb"]
+
+
 def test_a_mixed_folder_is_read_file_by_file(tmp_path):
     """A Canvas download with a notebook e-mailed late dropped beside it: each file by its own layout."""
     make(tmp_path, {f"doejane_7_90_{A}.ipynb": NB, "latecomer.ipynb": NB, "notes/draft.ipynb": NB})

@@ -1,7 +1,8 @@
 """A submission's id (its ``student``): the name of its rows, its feedback page and its saved result in a run.
 
 A row's id is its own name (the file's, or the platform's ``<name>_<id>``) when that is plain ASCII (letters,
-digits, ``-``, ``_``, at most ``MAX_ID_CHARS``); else that name reduced to plain ASCII. A reduced name, or one
+digits, ``-``, ``_``, at most ``MAX_ID_CHARS``); else that name reduced to plain ASCII, every letter of another
+script transliterated (the instructor types these ids into ``--only`` and ``grader.manual``). A reduced name, or one
 another row came first with, takes the first free suffix ``_2``, ``_3``, ... that is nobody's own name, whatever
 the order, and its row says so (for ``grader/collect.py``).
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+
+from anyascii import anyascii
 
 from grader import limits
 from grader.platforms import Found
@@ -59,5 +62,6 @@ def reduce_name(name: str) -> str:
 
 
 def ascii_name(text: str) -> str:
-    """``José Ñ`` -> ``Jose N``: accents dropped, anything else not ASCII removed."""
-    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    """``José Ñ`` -> ``Jose N``, ``Bjørn Þórsson`` -> ``Bjorn Thorsson``, ``Straße`` -> ``Strasse``, ``张伟`` ->
+    ``ZhangWei``: every letter transliterated (``anyascii``'s tables, the same in every run), never dropped."""
+    return anyascii(unicodedata.normalize("NFC", text))

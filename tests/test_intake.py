@@ -302,6 +302,16 @@ def test_a_reduced_name_never_takes_another_files_own_name_in_any_order(tmp_path
     assert flag in subs["bob.ipynb"].problems and flag in subs["bob!.ipynb"].problems
 
 
+@pytest.mark.parametrize(("name", "reduced"), [
+    ("Søreide Eyvind_160898", "Soreide_Eyvind_160898"), ("Bjørn Þórsson_7", "Bjorn_Thorsson_7"),
+    ("Straße_8", "Strasse_8"), ("Şahin_9", "Sahin_9"), ("张伟_10", "ZhangWei_10"), ("Łukasz_11", "Lukasz_11")])
+def test_an_id_keeps_every_letter_of_a_name_transliterated(name, reduced):
+    """Letters outside ASCII were dropped (sreideyvind, Bjorn_orsson): ids the instructor types must read as names."""
+    from grader.student_ids import reduce_name
+
+    assert reduce_name(name) == reduced
+
+
 def test_an_accented_file_name_is_reduced_and_says_so(tmp_path):
     make(tmp_path, {f"Zoë O'Brien_{A}.ipynb": NB, "carl.ipynb": NB})
     subs = rows_by_file(collect.gather(tmp_path, A))
@@ -437,7 +447,7 @@ def test_a_truncated_zip_is_an_error_too(tmp_path):
 
 @pytest.mark.parametrize("how", ["folder", "zip"])
 def test_every_file_a_student_uploaded_has_its_row(tmp_path, how):
-    """A .py beside a Canvas notebook and a .png in a Moodle folder were dropped in silence; a plain folder's .py too."""
+    """A .py beside a Canvas notebook, a .png in a Moodle folder, a plain folder's .py: dropped in silence before."""
     files = {f"doejane_7_90_{A}.ipynb": NB, "doejane_7_91_helpers.py": b"x = 1",
              f"Ann Lee_5_assignsubmission_file/{A}.ipynb": NB, "Ann Lee_5_assignsubmission_file/plot.png": b"png",
              "bob.py": b"print(1)", ".DS_Store": b""}

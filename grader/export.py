@@ -14,6 +14,8 @@ import re
 import stat
 import tempfile
 import zipfile
+from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from grader.report import clean
@@ -23,14 +25,16 @@ CANVAS_ASSIGNMENT = re.compile(r"^(?P<title>.*?)\s*\((?P<id>\d+)\)\s*$")
 CANVAS_TOTALS = re.compile(r"(Current|Final|Unposted|Override) (Score|Points|Grade|Status)")
 CANVAS_RESERVED = {"Student", "LastName", "FirstName", "ID", "SIS User ID", "SIS Login ID", "Section",
                    "Integration ID", "Root Account"}
-MOODLE_COLUMNS = {"id": "identifier", "grade": "grade", "max": "maximum grade", "feedback": "feedback comments"}
+MOODLE_COLUMNS = {"id": "identifier", "grade": "grade", "max": "maximum grade", "feedback": "feedback comments",
+                  "modified": "last modified (grade)"}
 
 
 def export(kind: str, platform_file: Path, rows: list[dict], assignment: str, out: Path,
-           column: str | None = None) -> dict:
+           column: str | None = None, when: datetime | None = None) -> dict:
     """Write ``out/<kind>_import.csv``: the platform's export with the graded rows' scores (and, Moodle, their
-    summaries) filled in, nothing else changed; and ``out/<kind>_unmatched.txt``. Returns what was done."""
-    fill = {"canvas": _canvas, "moodle": _moodle_sheet}.get(kind)
+    summaries and ``when`` they were graded, local time, by default now) filled in, nothing else changed; and
+    ``out/<kind>_unmatched.txt``. Returns what was done."""
+    fill = {"canvas": _canvas, "moodle": partial(_moodle_sheet, when=when or datetime.now())}.get(kind)
     if fill is None:
         raise ValueError(f"kind: expected 'canvas' or 'moodle', got {kind!r}")
     table = Table(Path(platform_file).read_bytes())
@@ -98,7 +102,11 @@ def _words(text: str) -> tuple[set[str], set[str]]:
     return {t for t in tokens if not t.isdigit()}, {str(int(t)) for t in tokens if t.isdigit()}
 
 
-def _moodle_sheet(table: Table, rows: list[dict], assignment: str, column: str | None) -> dict:
+def _moodle_sheet(table: Table, rows: list[dict], assignment: str, column: str | None, when: datetime) -> dict:
+    """Moodle's worksheet: the grade, the feedback (when the sheet has the column) and "Last modified (grade)", in
+    the sheet's own format: Moodle's importer reads it with PHP's strtotime and skips a row whose stored grade is more
+    than 60 s newer (``mod/assign/feedback/offline/locallib.php``), so the "-" Moodle writes for "never" (time 0)
+    would make a re-import after a regrade do nothing."""
     header = [h.strip().lower() for h in table.values(0)]
     at = {k: _index(header, name, "Moodle's grading worksheet") for k, name in MOODLE_COLUMNS.items()
           if k != "feedback"}
@@ -117,11 +125,18 @@ def _moodle_sheet(table: Table, rows: list[dict], assignment: str, column: str |
             done["without_submission"].append(f"{values[1] if len(values) > 1 else ''} ({values[at['id']]})")
             continue
         table.set(i, at["grade"], _points(row, _number(values[at["max"]]), done))
+        table.set(i, at["modified"], moodle_time(when))
         if at["feedback"] is not None:
             table.set(i, at["feedback"], html.escape(clean(row.get("summary", ""))))
         done["filled"] += 1
     done["without_match"] = list(by_id.values())
     return done
+
+
+def moodle_time(when: datetime) -> str:
+    """``when`` as Moodle writes a date in its worksheet (``userdate`` with ``strftimedatetime``, the day and the
+    hour without a leading zero): ``Monday, 3 June 2024, 9:05 AM``."""
+    return f"{when:%A}, {when.day} {when:%B %Y}, {int(when.strftime('%I'))}:{when:%M %p}"
 
 
 def _points(row: dict, possible: float | None, done: dict) -> str:

@@ -5,6 +5,7 @@ import csv
 import io
 import os
 import zipfile
+from datetime import datetime
 
 import pytest
 
@@ -137,18 +138,48 @@ def test_moodle_gets_its_worksheet_back_with_grade_and_feedback_filled(tmp_path,
     rows = [graded("Jose_Muller_17", "17", 7.0, "moodle", summary="7/10: <b>ex2</b> failed, see the page"),
             graded("Ana_Lima_20", "20", 10.0, "moodle", summary="10/10"),
             graded("Bo_Li_99", "99", 5.0, "moodle")]
-    done = export.export("moodle", tmp_path / "sheet.csv", rows, A, tmp_path / "out")
+    when = datetime(2024, 6, 3, 9, 5)
+    done = export.export("moodle", tmp_path / "sheet.csv", rows, A, tmp_path / "out", when=when)
     written = (tmp_path / "out" / "moodle_import.csv").read_bytes()
     assert written.startswith(b"\xef\xbb\xbf") == bom
     after = read_csv(written)
     grade, feedback = MOODLE_HEADER.index("Grade"), MOODLE_HEADER.index("Feedback comments")
+    modified = MOODLE_HEADER.index("Last modified (grade)")
     only_changed(table, after, {(1, grade): "70", (1, feedback): "7/10: &lt;b&gt;ex2&lt;/b&gt; failed, see the page",
-                                (3, grade): "100", (3, feedback): "10/10"})
+                                (3, grade): "100", (3, feedback): "10/10",
+                                (1, modified): "Monday, 3 June 2024, 9:05 AM",
+                                (3, modified): "Monday, 3 June 2024, 9:05 AM"})
     assert float(after[1][grade]) == 70.0 and done["filled"] == 2 and done["feedback"]
     assert "100" in done["scaled"]
     assert done["without_submission"] == ["José Müller (Participant 18)", "Zoë, O'Brien (Participant 21)"]
     assert [r["student"] for r in done["without_match"]] == ["Bo_Li_99"]
     assert "Bo_Li_99" in (tmp_path / "out" / "moodle_unmatched.txt").read_text(encoding="utf-8")
+
+
+def moodle_skips(cell: str, stored_grade_time: datetime) -> bool:
+    """Moodle's importer on one row (mod/assign/feedback/offline/importgradeslib.php and locallib.php): the cell read
+    with strtotime (the worksheet's own date format; "-" or anything else it cannot read is false, time 0), and the
+    row skipped when the grade Moodle holds was modified more than 60 s after it ("ignore modified" unticked)."""
+    try:
+        modified = datetime.strptime(cell, "%A, %d %B %Y, %I:%M %p").timestamp()
+    except ValueError:
+        modified = 0.0
+    return stored_grade_time.timestamp() > modified + 60
+
+
+def test_a_regrade_reimported_into_moodle_is_not_skipped(tmp_path):
+    """A grade Moodle already holds (an earlier import, or the feedback zip uploaded first) made the importer skip
+    every row whose "Last modified (grade)" was Moodle's "-"; the grading time is written instead."""
+    (tmp_path / "sheet.csv").write_bytes(write_csv(moodle_sheet()))
+    graded_at, stored_at = datetime(2024, 6, 10, 14, 30), datetime(2024, 6, 10, 14, 0)
+    export.export("moodle", tmp_path / "sheet.csv", [graded("Ana_Lima_20", "20", 9.0, "moodle")], A, tmp_path / "out",
+                  when=graded_at)
+    after = read_csv((tmp_path / "out" / "moodle_import.csv").read_bytes())
+    modified = MOODLE_HEADER.index("Last modified (grade)")
+    assert not moodle_skips(after[3][modified], stored_at)
+    assert moodle_skips(moodle_sheet()[3][modified], stored_at)  # the sheet as Moodle wrote it: "-"
+    assert moodle_skips(after[3][modified], datetime(2024, 6, 10, 14, 32))  # a grade given in Moodle after the run
+    assert after[2][modified] == "-"  # a row the run did not grade keeps Moodle's own value
 
 
 def test_a_worksheet_without_moodles_columns_is_refused_by_name(tmp_path):

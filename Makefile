@@ -30,9 +30,15 @@ help:
 	@echo "make exercises   regenerate exercises/ from solutions/ with nbgrader (authors only)"
 	@echo "make pretrained  retrain the tiny model the chapters look inside (transformer/pretrained/, authors only)"
 
+# Where PyTorch comes from. Empty (the default, and CI's): the package index pip is configured with. On Linux that
+# index's torch is the CUDA build (gigabytes); a reader without a GPU can take PyTorch's own CPU build instead:
+#   make book TORCH_INDEX=https://download.pytorch.org/whl/cpu
+TORCH_INDEX ?=
+
 $(ENV_STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	$(if $(TORCH_INDEX),$(PY) -m pip install --quiet --index-url $(TORCH_INDEX) "torch==$$(sed -n 's/^torch==//p' constraints.txt)")
 	$(PY) -m pip install --quiet -c constraints.txt -e ".[book,course,test,hf,lens]"
 	@touch $@
 

@@ -125,3 +125,13 @@ def test_superseded_rows_are_listed_but_not_counted():
     table[0]["status"], table[0]["score"] = "superseded", ""
     assert report.pass_rates(table, {"ex1": 1.0, "ex2": 9.0})["ex1"] == pytest.approx(2 / 3)
     assert sum(n for _, n in report.distribution(table, 10.0)) == 3
+
+
+def test_a_long_line_ends_at_a_whole_word():
+    """Lines were cut mid-word at the terminal's width ("ran longer than 60 s (or th")."""
+    words = "ex1_answer ran longer than 60 s (or than the time left) and was stopped; " * 4
+    line = report.clean(words, limits.LINE_CHARS)
+    assert len(line) <= limits.LINE_CHARS and line.endswith("…")
+    assert words.startswith(line[:-1]) and words[len(line) - 1] == " "  # the next character begins a new word
+    assert report.clean("y" * 300, 50) == "y" * 49 + "…"  # one word longer than the line is cut where it must be
+    assert report.clean("=cmd|' /C calc'!A0", 160) == "'=cmd|' /C calc'!A0"

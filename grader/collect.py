@@ -10,14 +10,10 @@ one; one in a subfolder of nbgrader's assignment folder is its student's "not re
 ``limits.MAX_SUBMISSION_ENTRIES`` are one "not read" row of theirs (``grader/intake.py``).
 
 One row per file, none dropped. Of one platform identity's notebooks the latest is graded (Canvas: the highest
-``-N`` attempt, then file id; Moodle and nbgrader: the notebook named like the release, then the last by name) and
-the others are "superseded". What cannot be read safely (a link, a pipe, a socket, a device, a folder named
-``*.ipynb``; a zip member with an absolute or ``..`` path, a link, encryption, or over a cap), and a platform
-submission without a notebook, is a "not read" row saying what it is. A plain folder's two files of one name are
-both graded and both flagged (nothing says they are one person). A row's id, the name of its feedback page, is its
-own name (the file's, or the platform's ``<name>_<id>``) when that is plain ASCII; a name reduced to ASCII or
-suffixed never takes an id that another file has as its own, whatever the order, and its row says so
-(``grader/student_ids.py``).
+``-N`` attempt, then file id; Moodle and nbgrader: the notebook named like the release, then the last by name), the
+others "superseded"; any other file a student uploaded, what cannot be read safely (a link, a pipe, a device, a
+folder named ``*.ipynb``, an unsafe zip member) and a submission without a notebook are "not read" rows saying
+what they are. A plain folder's two files of one name are both graded and flagged. Ids: ``grader/student_ids.py``.
 
 A submission file is hostile input: it is read under caps (file size, cells, characters per cell) without
 following a link or waiting on a pipe, a zip member in memory (never extracted), its nbgrader metadata is

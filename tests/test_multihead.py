@@ -126,6 +126,48 @@ def test_gradients_match_torch(fast):
     torch.testing.assert_close(ours.w_o.weight.grad, theirs.out_proj.weight.grad, atol=1e-4, rtol=0)
 
 
+@pytest.mark.parametrize("cross", [False, True], ids=["self", "cross"])
+def test_dropout_on_the_weights_matches_torch_in_training_only(cross):
+    # PyTorch drops attention weights of the same shape in the same order: with one seed, the same numbers.
+    torch.manual_seed(0)
+    theirs = nn.MultiheadAttention(D_MODEL, HEADS, dropout=0.3, batch_first=True)
+    ours = MultiHeadAttention(D_MODEL, HEADS, dropout=0.3)
+    copy_multihead(ours, theirs)
+    x = randn(2, 5, D_MODEL)
+    source = randn(2, 7, D_MODEL, seed=2) if cross else x
+    torch.manual_seed(7)
+    ref, _ = theirs(x, source, source, need_weights=True, average_attn_weights=False)
+    torch.manual_seed(7)
+    out = ours(x, source if cross else None)
+    torch.testing.assert_close(out, ref, atol=ATOL, rtol=0)
+    ours.eval()
+    theirs.eval()
+    ref_eval, _ = theirs(x, source, source, need_weights=False)
+    torch.testing.assert_close(ours(x, source if cross else None), ref_eval, atol=ATOL, rtol=0)
+    assert not torch.allclose(out, ref_eval, atol=1e-3)  # the training output was dropped out
+
+
+def test_a_plain_layer_runs_the_code_that_chapters_5_and_8_show(monkeypatch):
+    """The chapters show ``MultiHeadAttention._multi_head`` as the layer's code: ``forward`` runs it for self- and
+    cross-attention, and a layer with an option of a later chapter (here the fused path) runs the other path."""
+    sources = []
+    shown = MultiHeadAttention._multi_head
+
+    def spy(self, x, source, mask=None):
+        sources.append("x" if source is x else "memory")
+        return shown(self, x, source, mask)
+
+    monkeypatch.setattr(MultiHeadAttention, "_multi_head", spy)
+    ours, theirs = pair()
+    x, memory = randn(2, 4, D_MODEL), randn(2, 6, D_MODEL, seed=2)
+    torch.testing.assert_close(ours(x, memory), theirs(x, memory, memory, need_weights=False)[0], atol=ATOL, rtol=0)
+    torch.testing.assert_close(ours(x), theirs(x, x, x, need_weights=False)[0], atol=ATOL, rtol=0)
+    assert sources == ["memory", "x"]
+    fast, _ = pair(fast=True)
+    fast(x)
+    assert sources == ["memory", "x"]
+
+
 # ----------------------------------------------------------- heads
 
 

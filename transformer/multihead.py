@@ -107,14 +107,39 @@ class MultiHeadAttention(nn.Module):
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
                 return_weights: bool = False, cache=None):
         self._check(x, memory, mask, cache)
+        if mask is not None and mask.dim() == 3:
+            mask = mask[:, None]  # (batch, T_q, T_k) -> (batch, 1, T_q, T_k): every head obeys the same mask
+        if self._plain(cache):  # chapters 5 and 8: keys and values from x itself, or from the memory
+            out, weights = self._multi_head(x, x if memory is None else memory, mask)
+        else:  # RoPE or the relative bias (chapter 3), a cache, grouped-query attention or the fused path (chapter 12)
+            out, weights = self._with_options(x, memory, mask, return_weights, cache)
+        return (out, weights) if return_weights else out
+
+    def _multi_head(self, x: torch.Tensor, source: torch.Tensor, mask: torch.Tensor | None = None):
+        """``Concat(head_1, ..., head_h) W^O`` (chapter 5), all heads at once. Queries from ``x (batch, T_q, d_model)``;
+        keys and values from ``source (batch, T_k, d_model)``: ``x`` itself in self-attention, the encoder's memory in
+        cross-attention (chapter 8). Returns ``(batch, T_q, d_model)`` and the weights ``(batch, heads, T_q, T_k)``."""
+        q = _split_heads(self.w_q(x), self.n_heads)  # (batch, T_q, d_model) -> (batch, heads, T_q, d_h)
+        k = _split_heads(self.w_k(source), self.n_heads)  # (batch, T_k, d_model) -> (batch, heads, T_k, d_h)
+        v = _split_heads(self.w_v(source), self.n_heads)  # (batch, T_k, d_model) -> (batch, heads, T_k, d_h)
+        dropout_p = self.dropout if self.training else 0.0  # dropout on the weights acts in training only
+        heads, weights = _scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p, return_weights=True)
+        return self.w_o(_merge_heads(heads)), weights  # (batch, heads, T_q, d_h) -> (batch, T_q, d_model)
+
+    def _plain(self, cache) -> bool:
+        """True when no option of a later chapter is on: the layer is then :meth:`_multi_head` and nothing else."""
+        return cache is None and self.rope is None and self.relative_bias is None and self.n_rep == 1 and not self.fast
+
+    def _with_options(self, x: torch.Tensor, memory: torch.Tensor | None, mask, return_weights: bool, cache):
+        """:meth:`_multi_head` with the options of later chapters: RoPE and the relative bias (chapter 3), the
+        key/value cache, grouped-query attention and the fused path (chapter 12)."""
         q, k, v = self._project(x, memory)  # (batch, heads, T_q, d_h), 2 x (batch, n_kv_heads, T_k, d_h)
         offset = 0 if cache is None else cache.length  # the position of x's first row (chapter 12)
         q, k = self._positions(q, k, offset, memory)  # RoPE (chapter 3)
         k, v = self._cached(k, v, cache)  # the cached past, then the new positions (chapter 12)
         bias = self._bias(q, k, offset, memory)  # the relative bias (chapter 3): (heads, T_q, T_k) or None
         out, weights = self._attend(q, k, v, mask, bias, return_weights)  # (batch, heads, T_q, d_h)
-        out = self.w_o(_merge_heads(out))  # (batch, heads, T_q, d_h) -> (batch, T_q, d_model)
-        return (out, weights) if return_weights else out
+        return self.w_o(_merge_heads(out)), weights  # (batch, heads, T_q, d_h) -> (batch, T_q, d_model)
 
     def _project(self, x: torch.Tensor, memory: torch.Tensor | None):
         """Queries from ``x``, keys and values from ``memory`` (or ``x``), split into their heads."""
@@ -158,11 +183,8 @@ class MultiHeadAttention(nn.Module):
 
     def _attend(self, q, k, v, mask, bias, return_weights: bool):
         """Chapter 4's equation for every head at once: ``(batch, heads, T_q, d_h)`` and the weights (or None).
-        Each key/value head serves its group of query heads (chapter 12); a mask ``(batch, T_q, T_k)`` is the
-        same for every head."""
+        Each key/value head serves its group of query heads (chapter 12); ``mask`` has its heads dimension."""
         k, v = _repeat_kv(k, self.n_rep), _repeat_kv(v, self.n_rep)  # (batch, heads, T_k, d_h)
-        if mask is not None and mask.dim() == 3:
-            mask = mask[:, None]  # (batch, T_q, T_k) -> (batch, 1, T_q, T_k)
         result = _scaled_dot_product_attention(  # the arguments were checked in _check
             q, k, v, mask, bias=bias, dropout_p=self.dropout if self.training else 0.0,
             return_weights=return_weights, fast=self.fast)

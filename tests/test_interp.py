@@ -1,13 +1,17 @@
 """The package's cache, patching, head split and scores (transformer.interp, transformer.induction, transformer.lens)
-against TransformerLens, built from a config and our state dict (no download), in float64.
+against TransformerLens, built from our models by the package's converter (transformer.bridge, no download), in
+float64.
 
-TransformerLens 4 builds its own model, ``TransformerBridge.boot_native``, from a ``TransformerBridgeConfig``;
-we load our weights into it with ``load_state_dict``, which applies none of the weight processing of
-TransformerLens's loaders (``fold_ln``, ``center_writing_weights``, ``center_unembed``, ``fold_value_biases``):
-those rewrite the weights so that the logits stay the same but cached activations do not (folding the norms'
-``gamma`` and ``beta`` into the next matrices changes what the norms output; centring the writing weights
-changes the residual stream by its mean). Without them the two models hold the same numbers, and every cached
-activation agrees to 1e-10. The models and inputs here are not the chapter's: random weights, other sizes.
+``to_transformer_lens`` builds TransformerLens 4's own model (``TransformerBridge.boot_native``) and loads our weights
+into it as they are, with none of the weight processing of TransformerLens's loaders (``fold_ln``,
+``center_writing_weights``, ``center_unembed``, ``fold_value_biases``): those rewrite the weights so that the logits
+stay the same but cached activations do not (folding the norms' ``gamma`` and ``beta`` into the next matrices changes
+what the norms output; centring the writing weights changes the residual stream by its mean). Without them the two
+models hold the same numbers, and every cached activation agrees to 1e-10. TransformerLens computes its RMSNorm and
+its RoPE tables in float32 whatever the dtype; the Llama-style model (chapter 12: RMSNorm, SwiGLU, RoPE on half-split
+pairs, grouped-query attention, no biases) is compared with those two steps in float64 (``in_float64``; their own
+tolerance is tested in test_bridge.py). The models and inputs here are not the chapter's: random weights, other
+sizes.
 """
 
 from __future__ import annotations
@@ -17,18 +21,23 @@ import torch
 
 from transformer import TransformerConfig, interp, lens
 from transformer import induction as ind
+from transformer.bridge import to_transformer_lens, transformer_lens_name
 from transformer.model import DecoderOnly, EncoderOnly
+from transformer_lens_float64 import in_float64
 
 tl = pytest.importorskip("transformer_lens")
 pytest.importorskip("transformer_lens.model_bridge.sources.native")
 
 TOL = dict(atol=1e-10, rtol=1e-10)
+LEARNED = dict(positional="learned", scale_embeddings=False, tie_weights=False, activation="relu")
+# chapter 12's Llama-style choices (with ffn="gated", SwiGLU), 4 query heads sharing 2 key/value heads
+LLAMA = dict(norm="rms", activation="silu", positional="rope", rope_pairs="half", linear_bias=False,
+             n_heads=4, n_kv_heads=2, scale_embeddings=False)
 
 
-def _ours(kind=DecoderOnly, ffn="mlp", seed=3, **sizes):
-    cfg = TransformerConfig(**{**dict(vocab_size=23, d_model=24, n_heads=3, d_ff=40, n_layers=3, max_len=16), **sizes},
-                            ffn=ffn, dropout=0.0, norm_first=True, positional="learned", scale_embeddings=False,
-                            tie_weights=False, pad_id=None, activation="relu")
+def _ours(kind=DecoderOnly, ffn="mlp", seed=3, **fields):
+    cfg = TransformerConfig(**{**dict(vocab_size=23, d_model=24, n_heads=3, d_ff=40, n_layers=3, max_len=16), **LEARNED,
+                               "ffn": ffn, **fields}, dropout=0.0, norm_first=True, pad_id=None)
     torch.manual_seed(seed)
     model = kind(cfg).double().eval()
     with torch.no_grad():  # non-trivial norms and biases, so that a misplaced one shows
@@ -39,51 +48,16 @@ def _ours(kind=DecoderOnly, ffn="mlp", seed=3, **sizes):
 
 
 def _lens(model):
-    """The TransformerLens model with ``model``'s weights, every name mapped by hand."""
-    from transformer_lens import TransformerBridge, TransformerBridgeConfig
-
-    cfg, stack = model.cfg, interp.stack_of(model)
-    lcfg = TransformerBridgeConfig(
-        n_layers=cfg.n_layers, d_model=cfg.d_model, n_ctx=cfg.max_len, d_head=cfg.d_h, n_heads=cfg.n_heads,
-        d_vocab=cfg.vocab_size, d_mlp=cfg.d_ff, act_fn="relu", attn_only=cfg.ffn == "none", eps=cfg.norm_eps,
-        normalization_type="LN", positional_embedding_type="standard", architecture=None, dtype=torch.float64,
-        attention_dir="causal" if isinstance(model, DecoderOnly) else "bidirectional")
-    bridge = TransformerBridge.boot_native(lcfg, dtype=torch.float64)
-    state = {"embed.weight": model.embed.tokens.weight, "pos_embed.weight": model.embed.positions.weight,
-             "ln_final.weight": stack.norm.gamma, "ln_final.bias": stack.norm.beta,
-             "unembed.weight": model.head.weight, "unembed.bias": torch.zeros(cfg.vocab_size, dtype=torch.float64)}
-    for i, block in enumerate(stack.layers):
-        state[f"blocks.{i}.ln1.weight"], state[f"blocks.{i}.ln1.bias"] = block.norm1.gamma, block.norm1.beta
-        for ours, theirs in (("w_q", "q"), ("w_k", "k"), ("w_v", "v"), ("w_o", "o")):
-            layer = getattr(block.self_attn, ours)
-            state[f"blocks.{i}.attn.{theirs}.weight"] = layer.weight
-            state[f"blocks.{i}.attn.{theirs}.bias"] = layer.bias
-        if block.ff is not None:
-            state[f"blocks.{i}.ln2.weight"], state[f"blocks.{i}.ln2.bias"] = block.norm2.gamma, block.norm2.beta
-            for ours, theirs in (("linear1", "in"), ("linear2", "out")):
-                layer = getattr(block.ff, ours)
-                state[f"blocks.{i}.mlp.{theirs}.weight"] = layer.weight
-                state[f"blocks.{i}.mlp.{theirs}.bias"] = layer.bias
-    result = bridge.load_state_dict({k: v.detach().clone() for k, v in state.items()}, strict=True)
-    assert not result.missing_keys and not result.unexpected_keys
-    return bridge.eval()
+    """TransformerLens's model of ``model`` (the package's converter), its float32 steps in float64."""
+    return in_float64(to_transformer_lens(model))
 
 
-def _their_names(name: str) -> str:
-    """Our activation name -> TransformerLens's hook name."""
-    if name == "final":
-        return "ln_final.hook_out"
-    _, i, *rest = name.split(".")
-    theirs = {"resid_pre": "hook_resid_pre", "resid_post": "hook_resid_post", "attn.pattern": "attn.hook_pattern",
-              "attn.z": "attn.hook_z", "attn.out": "hook_attn_out", "ffn.out": "hook_mlp_out"}[".".join(rest)]
-    return f"blocks.{i}.{theirs}"
-
-
-@pytest.fixture(scope="module", params=[(DecoderOnly, "mlp"), (DecoderOnly, "none"), (EncoderOnly, "mlp")],
-                ids=["decoder", "attention-only decoder", "encoder"])
+@pytest.fixture(scope="module", params=[(DecoderOnly, "mlp", {}), (DecoderOnly, "none", {}), (EncoderOnly, "mlp", {}),
+                                        (DecoderOnly, "gated", LLAMA)],
+                ids=["decoder", "attention-only decoder", "encoder", "Llama-style decoder"])
 def pair(request):
-    kind, ffn = request.param
-    model = _ours(kind, ffn, seed=3 + request.param_index)
+    kind, ffn, fields = request.param
+    model = _ours(kind, ffn, seed=3 + request.param_index, **fields)
     ids = torch.randint(0, 23, (2, 11), generator=torch.Generator().manual_seed(7))  # (batch, seq)
     return model, _lens(model), ids
 
@@ -94,12 +68,12 @@ def test_every_cached_activation_equals_transformer_lens(pair):
     with torch.no_grad():
         their_logits, theirs = bridge.run_with_cache(ids)
     assert torch.allclose(logits, their_logits, **TOL)
-    assert torch.allclose(cache["embed"], theirs["hook_embed"] + theirs["hook_pos_embed"], **TOL)
-    compared = [name for name in cache if name != "embed"]
-    for name in compared:
-        assert torch.allclose(cache[name], theirs[_their_names(name)], **TOL), name
+    positions = theirs["hook_pos_embed"] if "hook_pos_embed" in theirs else 0  # none with RoPE
+    assert torch.allclose(cache["embed"], theirs["hook_embed"] + positions, **TOL)
+    for name in cache:
+        assert torch.allclose(cache[name], theirs[transformer_lens_name(name)], **TOL), name
     per_block = 6 if model.cfg.ffn != "none" else 5  # resid_pre, pattern, z, attn.out, (ffn.out,) resid_post
-    assert len(compared) == 1 + per_block * model.cfg.n_layers  # and final
+    assert len(cache) == 2 + per_block * model.cfg.n_layers  # and embed, final
 
 
 def test_head_outputs_add_up_to_the_attention_output_and_equal_theirs(pair):
@@ -107,10 +81,11 @@ def test_head_outputs_add_up_to_the_attention_output_and_equal_theirs(pair):
     _, cache = interp.run_with_cache(model, ids)
     with torch.no_grad():
         _, theirs = bridge.run_with_cache(ids)
+    d_h = model.cfg.d_h
     for i in range(model.cfg.n_layers):
         heads = interp.head_outputs(model, cache, i)  # (batch, seq, heads, d_model)
         z, w_o = theirs[f"blocks.{i}.attn.hook_z"], bridge.blocks[i].attn.o.weight  # (b, s, h, d_h), (d_model, h d_h)
-        by_hand = torch.stack([z[:, :, h] @ w_o[:, h * 8:(h + 1) * 8].T for h in range(3)], dim=2)
+        by_hand = torch.stack([z[:, :, h] @ w_o[:, h * d_h:(h + 1) * d_h].T for h in range(model.cfg.n_heads)], dim=2)
         assert torch.allclose(heads, by_hand, **TOL)
         assert torch.allclose(heads.sum(dim=2) + bridge.blocks[i].attn.o.bias, theirs[f"blocks.{i}.hook_attn_out"],
                               **TOL)
@@ -134,7 +109,7 @@ def test_patching_a_clean_activation_gives_transformer_lens_logits(pair, name, h
     patched, _ = interp.run_with_patches(model, corrupted, {name: interp.patched_from(clean[name], head, position)})
     with torch.no_grad():
         _, their_clean = bridge.run_with_cache(ids)
-        hook_name = _their_names(name)
+        hook_name = transformer_lens_name(name)
         theirs = bridge.run_with_hooks(corrupted, fwd_hooks=[(hook_name, _their_patch(their_clean[hook_name], head,
                                                                                     position))])
     assert torch.allclose(patched, theirs, **TOL)
@@ -170,23 +145,29 @@ def test_zero_and_mean_ablation_of_a_head_give_transformer_lens_logits(pair):
 def test_logit_lens_and_attribution_agree_with_transformer_lens(pair):
     model, bridge, ids = pair
     _, cache = interp.run_with_cache(model, ids)
+    n, d_h = model.cfg.n_layers, model.cfg.d_h
     with torch.no_grad():
         logits, theirs = bridge.run_with_cache(ids)
-        stacked = torch.stack([theirs[f"blocks.{i}.hook_resid_pre"] for i in range(3)]
-                              + [theirs["blocks.2.hook_resid_post"]])  # (blocks + 1, batch, seq, d_model)
+        stacked = torch.stack([theirs[f"blocks.{i}.hook_resid_pre"] for i in range(n)]
+                              + [theirs[f"blocks.{n - 1}.hook_resid_post"]])  # (blocks + 1, batch, seq, d_model)
         their_lens = bridge.unembed(bridge.ln_final(stacked))
     assert torch.allclose(lens.logit_lens(model, cache), their_lens, **TOL)
     assert torch.allclose(lens.logit_lens(model, cache)[-1], logits, **TOL)
     parts = lens.logit_attribution(model, cache, position=6, answer=4, other=9)
     assert torch.allclose(sum(parts.values()), logits[:, 6, 4] - logits[:, 6, 9], **TOL)
-    # one head by hand from TransformerLens's numbers: its output, centred, over the stream's frozen scale
+    # one head by hand from TransformerLens's numbers: its output (centred by a LayerNorm, not by an RMSNorm) over
+    # the stream's frozen scale (a LayerNorm's sqrt(var + eps), an RMSNorm's sqrt(mean square + eps))
     z = theirs["blocks.1.attn.hook_z"][:, 6, 2]  # (batch, d_h): head 2 at position 6
-    w_o = bridge.blocks[1].attn.o.weight[:, 16:24]  # (d_model, d_h): head 2's columns
+    w_o = bridge.blocks[1].attn.o.weight[:, 2 * d_h:3 * d_h]  # (d_model, d_h): head 2's columns
     x = z @ w_o.T  # (batch, d_model)
+    if model.cfg.norm == "layer":
+        x = x - x.mean(-1, keepdim=True)
     scale = theirs["ln_final.hook_scale"][:, 6]  # (batch, 1)
-    by_hand = (bridge.ln_final.weight * (x - x.mean(-1, keepdim=True)) / scale) @ (bridge.unembed.weight[4] -
-                                                                                     bridge.unembed.weight[9])
-    assert torch.allclose(parts["blocks.1.head.2"], by_hand, **TOL)
+    direction = bridge.unembed.weight[4] - bridge.unembed.weight[9]  # (d_model,)
+    assert torch.allclose(parts["blocks.1.head.2"], (bridge.ln_final.weight * x / scale) @ direction, **TOL)
+    # what the norm and the head add whatever the stream: a LayerNorm's beta and the head's bias (none here)
+    constant = bridge.ln_final.bias @ direction if model.cfg.norm == "layer" else 0.0
+    assert torch.allclose(parts["final.bias"], constant + bridge.unembed.bias[4] - bridge.unembed.bias[9], **TOL)
 
 
 def test_induction_and_previous_token_scores_equal_transformer_lens_head_detector():
@@ -246,3 +227,26 @@ def test_transformer_lens_weight_processing_keeps_the_predictions_but_not_the_ac
         their_logits, theirs = bridge.run_with_cache(ids)
     assert torch.allclose(logits.log_softmax(-1), their_logits.log_softmax(-1), atol=1e-8)
     assert not torch.allclose(cache["blocks.1.resid_pre"], theirs["blocks.1.hook_resid_pre"], atol=1e-3)
+
+
+def test_a_hugging_face_llama_converted_by_from_hf_can_be_looked_into():
+    """Chapter 12's ``from_hf`` on a Llama (random weights from a config, nothing downloaded): its activations, logit
+    lens and attribution, against TransformerLens's model of the same weights."""
+    tf = pytest.importorskip("transformers")
+    from transformer.hf import from_hf
+
+    config = tf.LlamaConfig(vocab_size=23, hidden_size=24, intermediate_size=40, num_hidden_layers=2,
+                            num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=16, rms_norm_eps=1e-5,
+                            pad_token_id=None, bos_token_id=None, eos_token_id=None)
+    torch.manual_seed(5)
+    model = from_hf(tf.LlamaForCausalLM(config).double().eval())
+    ids = torch.randint(0, 23, (2, 11), generator=torch.Generator().manual_seed(7))  # (batch, seq)
+    logits, cache = interp.run_with_cache(model, ids)
+    with torch.no_grad():
+        their_logits, theirs = _lens(model).run_with_cache(ids)
+    assert torch.allclose(logits, their_logits, **TOL)
+    for name in cache:
+        assert torch.allclose(cache[name], theirs[transformer_lens_name(name)], **TOL), name
+    assert torch.allclose(lens.logit_lens(model, cache)[-1], their_logits, **TOL)
+    parts = lens.logit_attribution(model, cache, position=6, answer=4, other=9)
+    assert torch.allclose(sum(parts.values()), their_logits[:, 6, 4] - their_logits[:, 6, 9], **TOL)

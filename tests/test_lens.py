@@ -1,5 +1,6 @@
 """Chapter 13's scores, losses, attribution and explorers on inputs whose answers are worked out by hand,
-and the errors its functions raise on bad input (the TransformerLens comparisons are in test_interp.py)."""
+and the errors its functions raise on bad input (the TransformerLens comparisons are in test_interp.py). The
+attribution is worked out through a final LayerNorm, an RMSNorm (chapter 12) and no final norm."""
 
 from __future__ import annotations
 
@@ -72,6 +73,60 @@ def test_attribution_of_a_model_whose_stream_is_known():
     torch.testing.assert_close(parts["embed"][0], (norm.gamma * z) @ u)
     torch.testing.assert_close(parts["blocks.0.head.0"], torch.zeros(1, dtype=torch.float64))
     torch.testing.assert_close(sum(parts.values()), logits[:, 2, 3] - logits[:, 2, 5])
+
+
+@pytest.mark.parametrize("final", ["rms", "none"])
+def test_attribution_through_a_final_rms_norm_or_none(final):
+    """The same known stream through chapter 12's RMSNorm, ``gamma * x / sqrt(mean(x**2) + eps)``, which does not
+    centre, and through no final norm at all: the embedding's part is the whole difference, by hand."""
+    fields = dict(norm="rms") if final == "rms" else dict(final_norm=False)
+    model = _model(n_layers=1, ffn="none", linear_bias=False, **fields)
+    with torch.no_grad():
+        model.causal_stack.layers[0].self_attn.w_o.weight.zero_()
+        if final == "rms":
+            model.causal_stack.norm.gamma.copy_(torch.linspace(0.5, 2.0, 8))
+    ids = torch.tensor([[1, 4, 7]])
+    logits, cache = interp.run_with_cache(model, ids)
+    parts = lens.logit_attribution(model, cache, position=2, answer=3, other=5)
+    e = model.embed.tokens.weight[7] + model.embed.positions.weight[2]
+    u = model.head.weight[3] - model.head.weight[5]
+    if final == "rms":
+        norm = model.causal_stack.norm
+        assert abs(e.mean()) > 0.05  # a LayerNorm's centring would show
+        expected = (norm.gamma * e / torch.sqrt(e.pow(2).mean() + norm.eps)) @ u
+    else:
+        expected = e @ u
+    torch.testing.assert_close(parts["embed"][0], expected)
+    torch.testing.assert_close(parts["final.bias"], torch.zeros(1, dtype=torch.float64))  # no beta, no head bias
+    torch.testing.assert_close(sum(parts.values()), logits[:, 2, 3] - logits[:, 2, 5])
+
+
+def test_attribution_of_a_llama_style_model_adds_up_to_its_logit_difference():
+    """Chapter 12's choices: RMSNorm, SwiGLU, RoPE on half-split pairs, grouped-query attention, no biases."""
+    model = _model(norm="rms", ffn="gated", activation="silu", positional="rope", rope_pairs="half", n_kv_heads=1,
+                   linear_bias=False, n_layers=2)
+    ids = torch.tensor([[1, 4, 7, 2, 9], [3, 3, 8, 1, 0]])
+    logits, cache = interp.run_with_cache(model, ids)
+    parts = lens.logit_attribution(model, cache, position=3, answer=3, other=5)
+    assert list(parts) == ["embed", "blocks.0.head.0", "blocks.0.head.1", "blocks.0.ffn", "blocks.1.head.0",
+                           "blocks.1.head.1", "blocks.1.ffn", "final.bias"]
+    torch.testing.assert_close(sum(parts.values()), logits[:, 3, 3] - logits[:, 3, 5])
+    torch.testing.assert_close(sum(lens.stream_parts(model, cache).values()), cache["blocks.1.resid_post"])
+
+
+@pytest.mark.parametrize("fields, call, match", [
+    (dict(norm_first=False), lens.logit_attribution, r"model: expected a pre-norm model \(cfg.norm_first=True\), "
+                                                     r"whose stream is the sum .*got a post-norm model"),
+    (dict(norm_first=False), lens.stream_parts, r"model: expected a pre-norm model"),
+    (dict(head_transform=True), lens.logit_attribution,
+     r"model: expected a linear output head \(cfg.head_transform=False\), got a head with a HeadTransform"),
+], ids=["post-norm, attribution", "post-norm, stream parts", "BERT's head transform"])
+def test_attribution_refuses_a_stream_or_a_head_that_is_not_linear(fields, call, match):
+    model = _model(**fields)
+    _, cache = interp.run_with_cache(model, torch.tensor([[1, 2, 3, 4]]))
+    args = (1, 2, 3) if call is lens.logit_attribution else ()
+    with pytest.raises(ValueError, match=match):
+        call(model, cache, *args)
 
 
 def test_the_copying_score_of_a_head_that_copies_is_one():

@@ -21,7 +21,8 @@ chapter            module
 12 2017 to today   :mod:`transformer.flash`, :mod:`transformer.kv_cache`, :mod:`transformer.multihead`
                    (``repeat_kv``), :mod:`transformer.feedforward` (SwiGLU), :mod:`transformer.hf` (Llama)
 13 looking inside  :mod:`transformer.interp` (cache, patch, ablate), :mod:`transformer.lens` (logit lens,
-                   attribution), :mod:`transformer.induction` (induction heads)
+                   attribution), :mod:`transformer.induction` (induction heads), :mod:`transformer.bridge`
+                   (our models as TransformerLens models)
 =================  ===========================================================
 
 Looking inside a model: :mod:`transformer.hooks` (forward hooks). The tiny model

@@ -4,19 +4,22 @@
   (nostalgebraist 2020): what would the model predict if it stopped there?
 - :func:`logit_attribution`: split a logit difference into what the embeddings, every head, every
   attention bias and every feed-forward wrote into the stream (direct logit attribution). The final
-  norm is made linear by freezing its scale: each part is centred and divided by the standard deviation
-  of the whole stream, as the norm does to their sum.
+  norm is made linear by freezing its scale: each part is divided by the scale of the whole stream, as the
+  norm divides their sum (a LayerNorm also centres each part; an RMSNorm, chapter 12, does not).
 
-Both read a cache of :func:`transformer.interp.run_with_cache` and call the model's own norm and head.
+Both read a cache of :func:`transformer.interp.run_with_cache` and call the model's own norm and head. They work on
+every :class:`~transformer.model.DecoderOnly` and :class:`~transformer.model.EncoderOnly`; the attribution needs a
+pre-norm model, whose stream is a sum of parts, and an output head without BERT's transform.
 """
 
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 from ._validate import require_index, require_rank
 from .interp import _head_outputs, stack_of, unembed
-from .norm import LayerNorm
+from .norm import LayerNorm, RMSNorm
 
 
 def logit_lens(model, cache: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -31,7 +34,13 @@ def logit_lens(model, cache: dict[str, torch.Tensor]) -> torch.Tensor:
 def stream_parts(model, cache: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """The stream leaving the last block as a sum of parts, each ``(batch, seq, d_model)``: ``embed``, then per
     block ``i`` each head (``blocks.i.head.h``), the bias of ``W^O`` (``blocks.i.attn.bias``) and the
-    feed-forward (``blocks.i.ffn``, if any). They add up to ``cache["blocks.<last>.resid_post"]``."""
+    feed-forward (``blocks.i.ffn``, if any). They add up to ``cache["blocks.<last>.resid_post"]`` in a pre-norm
+    model (a post-norm block normalises the sum, so its stream is no such sum)."""
+    _check_pre_norm(stack_of(model))
+    return _stream_parts(model, cache)
+
+
+def _stream_parts(model, cache: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     parts = {"embed": cache["embed"]}
     for i, block in enumerate(stack_of(model).layers):
         heads = _head_outputs(model, cache, i)  # (batch, seq, heads, d_model)
@@ -49,30 +58,44 @@ def logit_attribution(model, cache: dict[str, torch.Tensor], position: int, answ
                       ) -> dict[str, torch.Tensor]:
     """Direct logit attribution of ``logit[answer] - logit[other]`` at ``position``: ``{part: (batch,)}``.
 
-    Each part of :func:`stream_parts` goes through the final LayerNorm with the scale ``sigma`` of the whole
-    stream frozen, ``gamma * (part - mean(part)) / sigma``, then through the output head; the norm's ``beta``
-    and the head's bias are parts of their own (``final.bias``). The parts add up to the model's difference.
+    Each part of :func:`stream_parts` goes through the final norm with its scale frozen at that of the whole
+    stream ``x``, then through the output head. A LayerNorm makes a part ``gamma * (part - mean(part)) / sigma``
+    with ``sigma = sqrt(var(x) + eps)``; an RMSNorm (chapter 12) ``gamma * part / rms`` with
+    ``rms = sqrt(mean(x**2) + eps)``; a model without a final norm leaves it as it is. The LayerNorm's ``beta`` and
+    the head's bias are a part of their own (``final.bias``, zero when there are none). The parts add up to the
+    model's difference.
     """
     stack = stack_of(model)
-    if not isinstance(stack.norm, LayerNorm):
-        raise TypeError(f"model: expected a final LayerNorm (a pre-norm model), got {type(stack.norm).__name__}")
+    _check_linear_readout(model, stack)
     seq, vocab = cache["embed"].shape[1], model.head.weight.shape[0]
     position = require_index("position", position, -seq, seq - 1)
     answer, other = (require_index(name, t, 0, vocab - 1) for name, t in (("answer", answer), ("other", other)))
     w_u = model.head.weight.detach()
     direction = (w_u[answer] - w_u[other]).detach()  # (d_model,)
     stream = cache[f"blocks.{len(stack.layers) - 1}.resid_post"][:, position]  # (batch, d_model)
-    sigma = torch.sqrt(stream.var(dim=-1, unbiased=False) + stack.norm.eps)  # (batch,): frozen
-    gamma, beta = stack.norm.gamma.detach(), stack.norm.beta.detach()
-    found = {}
-    for name, part in stream_parts(model, cache).items():
-        x = part[:, position]  # (batch, d_model)
-        centred = x - x.mean(dim=-1, keepdim=True)  # (batch, d_model)
-        found[name] = (gamma * centred / sigma[:, None]) @ direction  # (batch,)
+    frozen, constant = _frozen_norm(stack.norm, stream)
+    found = {name: frozen(part[:, position]) @ direction  # (batch, d_model) -> (batch,)
+             for name, part in _stream_parts(model, cache).items()}
     bias = model.head.bias
-    found["final.bias"] = (beta @ direction + (0 if bias is None else bias[answer] - bias[other])).detach().expand(
+    found["final.bias"] = (constant @ direction + (0 if bias is None else bias[answer] - bias[other])).detach().expand(
         stream.shape[0])  # (batch,)
     return found
+
+
+def _frozen_norm(norm: nn.Module, stream: torch.Tensor):
+    """The final ``norm`` as a linear map with its scale frozen at that of ``stream (batch, d_model)``: the map from a
+    part ``(batch, d_model)`` to what the norm makes of it, and what the norm adds whatever its input, ``(d_model,)``.
+    """
+    if isinstance(norm, LayerNorm):
+        sigma = torch.sqrt(stream.var(dim=-1, unbiased=False) + norm.eps)[:, None]  # (batch, 1): frozen
+        gamma = norm.gamma.detach()
+        return (lambda x: gamma * (x - x.mean(dim=-1, keepdim=True)) / sigma), norm.beta.detach()
+    zero = torch.zeros_like(stream[0])  # (d_model,): RMSNorm and no norm add nothing
+    if isinstance(norm, RMSNorm):
+        rms = torch.sqrt(stream.pow(2).mean(dim=-1) + norm.eps)[:, None]  # (batch, 1): frozen
+        gamma = norm.gamma.detach()
+        return (lambda x: gamma * x / rms), zero
+    return (lambda x: x), zero  # nn.Identity: a pre-norm model built with final_norm=False
 
 
 def top_tokens(logits: torch.Tensor, k: int = 3) -> tuple[torch.Tensor, torch.Tensor]:
@@ -81,3 +104,23 @@ def top_tokens(logits: torch.Tensor, k: int = 3) -> tuple[torch.Tensor, torch.Te
     probs = logits.softmax(dim=-1)
     p, ids = probs.topk(k, dim=-1)  # (..., k) each
     return ids, p
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _check_pre_norm(stack) -> None:
+    """A pre-norm stack: its stream is the sum of what the embeddings and every sublayer write."""
+    if not stack.layers[0].norm_first:
+        raise ValueError("model: expected a pre-norm model (cfg.norm_first=True), whose stream is the sum of what "
+                         "each part writes, got a post-norm model (norm_first=False), whose blocks normalise the sum")
+
+
+def _check_linear_readout(model, stack) -> None:
+    """A pre-norm model whose final norm is a LayerNorm, an RMSNorm or none, and whose output head is linear."""
+    _check_pre_norm(stack)
+    if not isinstance(stack.norm, (LayerNorm, RMSNorm, nn.Identity)):
+        raise TypeError(f"model: expected a final LayerNorm, RMSNorm or none, got {type(stack.norm).__name__}")
+    if getattr(model.head, "transform", None) is not None:
+        raise ValueError("model: expected a linear output head (cfg.head_transform=False), got a head with a "
+                         f"{type(model.head.transform).__name__} (dense, activation, norm) before its output layer")

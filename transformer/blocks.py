@@ -6,6 +6,9 @@ Pre-norm (most models today): ``x = x + Sublayer(Norm(x))``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import torch
 from torch import nn
 
@@ -14,6 +17,16 @@ from .feedforward import feed_forward_for
 from .multihead import MultiHeadAttention
 from .norm import make_norm
 from .positional import ActsOn, positional_module
+
+
+def add_norm(x: torch.Tensor, sublayer: Callable, norm: nn.Module, dropout: nn.Module,
+             norm_first: bool) -> torch.Tensor:
+    """Add & norm around one sublayer, ``(batch, seq, d_model)`` in and out: the 2017 post-norm
+    ``Norm(x + Sublayer(x))``, or the pre-norm ``x + Sublayer(Norm(x))``. Dropout acts on the sublayer's output
+    before it is added, in training only."""
+    if norm_first:
+        return x + dropout(sublayer(norm(x)))
+    return norm(x + dropout(sublayer(x)))
 
 
 def self_attention_for(cfg: TransformerConfig) -> MultiHeadAttention:
@@ -38,11 +51,9 @@ class EncoderBlock(nn.Module):
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache=None) -> torch.Tensor:
         """``cache``: this layer's :class:`~transformer.kv_cache.LayerCache` (chapter 12), or None."""
-        if self.norm_first:
-            x = x + self.drop1(self.self_attn(self.norm1(x), mask=mask, cache=cache))
-            return x if self.ff is None else x + self.drop2(self.ff(self.norm2(x)))
-        x = self.norm1(x + self.drop1(self.self_attn(x, mask=mask, cache=cache)))
-        return x if self.ff is None else self.norm2(x + self.drop2(self.ff(x)))
+        attend = partial(self.self_attn, mask=mask, cache=cache)
+        x = add_norm(x, attend, self.norm1, self.drop1, self.norm_first)
+        return x if self.ff is None else add_norm(x, self.ff, self.norm2, self.drop2, self.norm_first)
 
 
 class DecoderBlock(nn.Module):
@@ -64,13 +75,10 @@ class DecoderBlock(nn.Module):
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
                 memory_mask: torch.Tensor | None = None) -> torch.Tensor:
-        if self.norm_first:
-            x = x + self.drop1(self.self_attn(self.norm1(x), mask=self_mask))
-            x = x + self.drop2(self.cross_attn(self.norm2(x), memory, mask=memory_mask))
-            return x if self.ff is None else x + self.drop3(self.ff(self.norm3(x)))
-        x = self.norm1(x + self.drop1(self.self_attn(x, mask=self_mask)))
-        x = self.norm2(x + self.drop2(self.cross_attn(x, memory, mask=memory_mask)))
-        return x if self.ff is None else self.norm3(x + self.drop3(self.ff(x)))
+        x = add_norm(x, partial(self.self_attn, mask=self_mask), self.norm1, self.drop1, self.norm_first)
+        read = partial(self.cross_attn, memory=memory, mask=memory_mask)  # queries from x, keys and values from memory
+        x = add_norm(x, read, self.norm2, self.drop2, self.norm_first)
+        return x if self.ff is None else add_norm(x, self.ff, self.norm3, self.drop3, self.norm_first)
 
 
 class SelfAttentionStack(nn.Module):

@@ -16,14 +16,17 @@ RULE = re.compile(r"(?i)\b(do not|don't|never use|use only|must not|without usin
 # Sentences that read as rules and are held, each with how:
 HELD = {
     "do not change them": "the setup cells are locked: the grader rebuilds every submission from the release",
-    "Do not change `words`": "a second call on the very same dict is scored (grader/hidden/a01.py)",
-    "Do not change the input dict": "a second call on the very same dict is scored (grader/hidden/a01.py)",
+    "Do not change `words`": "a second call on the very same dict is scored, and so is the dict after the call "
+                             "(grader/hidden/a01.py)",
     "Pairs that never occur must not appear": "the counts are compared as a whole (grader/hidden/a01.py)",
     "do not change it. They are PyTorch's": "the hidden test copies PyTorch's weights into the given sublayers",
-    "Do not change\n": "the inputs after the call are compared with the grader's copies and reported on the page "
-                       "(only the kernel sees them, grader/hidden/a09.py)",
-    "Do not change it.": "a second call on the very same prefix list is scored (grader/hidden/a09.py)",
-    "Do not change `src` or `tgt` in place": "the batch is used again by the grader after the step (a10)",
+    "Do not change\n": "the inputs after the call are compared with the grader's copies and scored "
+                       "(grader/hidden/a09.py, tests/test_exercise_promises.py)",
+    "Do not change `prefix`": "a second call on the very same prefix list is scored, and so is the list after the "
+                              "call (grader/hidden/a09.py)",
+    "Do not change `src` or `tgt` in place": "the inputs after the call are scored (grader/hidden/a10.py)",
+    "Do not change `q`, `k`, `v` or `mask` in place": "the inputs after the call are scored (grader/hidden/a07.py)",
+    "Do not change `parts`, `gamma` or `W_U` in place": "the inputs after the call are scored (grader/hidden/a13.py)",
     "Do not\n": "whether the generator was used is reported on the page (values cannot show it: tests/bank/a11.py)",
 }
 NOT_RULES = ("do not matter", "do not depend", "do not get", "not allowed to see")  # descriptions, not rules

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import importlib
 import json
-import re
 import signal
 
 import nbformat
@@ -22,10 +21,10 @@ from grader import hidden
 from grader.kernel_side import plain, probes
 from grader.replies import read_reply
 from grader.verdicts import judge_cell, problem_of
+from tools import exercises
 from tools.nbmeta import grade_id, is_graded, is_solution
-from transformer import checks
 
-from bank import CHECKS, KEEPS_INPUTS, RIGHT_CASES, WRONG
+from bank import CHECKS, RIGHT_CASES, WRONG, promises
 from conftest import notebook_path, setup_source
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # a wrong answer may make PyTorch warn
@@ -170,17 +169,18 @@ def test_hidden_tests_reject_wrong_answers(assignment, cell, tmp_path):
 
 # The wrong answers whose only fault the hidden tests once reported without scoring (the bank's former
 # REPORTED_ONLY): each now fails a scored case, whose reply is values the grader compares with its own reference, and
-# the kernel's report of the fault stays beside it where there is one.
+# the kernel's report of the fault stays beside it where there is one. (An input changed in place that the text says is
+# not changed is itself scored now: no report is left beside it.)
 FORMERLY_REPORTED = [
-    ("01_tokenization", "ex2_answer", "empties the input", True),
-    ("01_tokenization", "ex3_answer", "changes the input", True),
+    ("01_tokenization", "ex2_answer", "empties the input", False),
+    ("01_tokenization", "ex3_answer", "changes the input", False),
     ("03_positional_encodings", "ex5_answer", "table as a Parameter", True),
-    ("09_output_head", "ex3_answer", "changes the caller's prefix", True),
+    ("09_output_head", "ex3_answer", "changes the caller's prefix", False),
     ("09_output_head", "ex3_answer", "two calls per token", True),
     ("09_output_head", "ex4_answer", "entries of size 1", True),
     ("09_output_head", "ex4_answer", "an own matrix kept besides the tied one", True),
     ("10_whole_transformer", "ex3_answer", "attribute misnamed", True),
-    ("11_gpt_bert_vit", "ex3_answer", "in place", True),
+    ("11_gpt_bert_vit", "ex3_answer", "in place", False),
 ]
 
 
@@ -253,84 +253,28 @@ def test_hidden_tests_pass_correct_alternatives(assignment, cell, what, source, 
     assert not result.failures, result.failures
 
 
-# The student's function or module, wrapped: it computes its answer on copies of its inputs, then changes the
-# inputs it was given (tensors that do not require grad, dicts, lists), as code that works in place would.
-_CHANGES_ITS_INPUTS = """
-import copy as _copy_module
-
-
-def _copied(value):
-    if isinstance(value, torch.Tensor) and not value.requires_grad:
-        return value.clone()
-    return _copy_module.deepcopy(value) if isinstance(value, (dict, list)) else value
-
-
-def _change(values):
-    for value in values:
-        if isinstance(value, torch.Tensor) and not value.requires_grad:
-            with torch.no_grad():
-                if value.dtype == torch.bool:
-                    value.logical_not_()
-                else:
-                    value.add_(1)
-        elif isinstance(value, dict):
-            value.clear()
-        elif isinstance(value, list):
-            value.append(value[0] if value else 0)
-
-
-def _run_then_change(fn, args, kwargs):
-    out = fn(*[_copied(a) for a in args], **{k: _copied(v) for k, v in kwargs.items()})
-    _change([*args, *kwargs.values()])
-    return out
-"""
-_FUNCTION = "\n_given = {name}\n\ndef {name}(*args, **kwargs):\n    return _run_then_change(_given, args, kwargs)\n"
-_MODULE = ("\n_Given = {name}\n\nclass {name}(_Given):\n    def forward(self, *args, **kwargs):\n"
-           "        return _run_then_change(super().forward, args, kwargs)\n")
-
-
 def _changing_cells():
+    """The cells of a function or a module whose text says nothing about its inputs (the map's ``keeps`` is empty)."""
     out = []
     for assignment, cells in CHECKS.items():
-        sources = dict(answers(assignment))
-        for cell, (_, name) in cells.items():
-            if re.search(rf"^def {name}\(", sources[cell], re.M):
-                out.append((assignment, cell, _FUNCTION))
-            elif re.search(rf"^class {name}\((torch\.)?nn\.Module\)", sources[cell], re.M):
-                out.append((assignment, cell, _MODULE))
+        sources, keeps = dict(answers(assignment)), {e.answer: e.keeps for e in exercises.of(assignment)}
+        out += [(assignment, cell) for cell, (_, name) in cells.items()
+                if promises.kind_of(sources[cell], name) and not keeps[cell]]
     return out
 
 
 CHANGING = _changing_cells()
 
 
-# Cells that must leave their inputs as they were and whose hidden tests call the answer again on the very same
-# objects: an answer that changes its inputs answers that call wrongly and loses the cell's points.
-CALLED_AGAIN = {("01_tokenization", "ex2_answer"), ("01_tokenization", "ex3_answer"),
-                ("09_output_head", "ex3_answer"), ("11_gpt_bert_vit", "ex3_answer")}
-
-
-@pytest.mark.parametrize("assignment,cell,wrapper", CHANGING, ids=[f"{a[:2]}-{c}" for a, c, _ in CHANGING])
-def test_inputs_changed_in_place_are_judged_alike(assignment, cell, wrapper, tmp_path):
-    """Where the exercise allows it, an answer that changes its inputs in place passes the visible check and the
-    hidden tests; where it says not to (``KEEPS_INPUTS``), the visible check rejects it and says why, the hidden
-    tests report it (the inputs after the call, which only the kernel sees: no points either way) and, where they
-    call the answer again on the same objects (``CALLED_AGAIN``), score the wrong second answer."""
+@pytest.mark.parametrize("assignment,cell", CHANGING, ids=[f"{a[:2]}-{c}" for a, c in CHANGING])
+def test_inputs_changed_in_place_are_allowed_where_the_text_says_nothing(assignment, cell, tmp_path):
+    """An answer that changes its inputs in place passes the visible check and the hidden tests where the exercise's
+    text does not say they are not changed (where it does, tests/test_exercise_promises.py takes the points)."""
     check, name = CHECKS[assignment][cell]
-    source = dict(answers(assignment))[cell] + _CHANGES_ITS_INPUTS + wrapper.format(name=name)
-    ns = namespace(assignment, cell, source)
-    kept = KEEPS_INPUTS[assignment].get(cell)
+    source = promises.broken(dict(answers(assignment))[cell], name, "keeps")
     result = verdict(assignment, cell, source, tmp_path)
-    if (assignment, cell) in CALLED_AGAIN:
-        assert kept is not None and result.failures and result.points < result.max_points, result
-    else:
-        assert not result.failures, result.failures
-    if kept is None:
-        exec(f"{check}({name})", ns)
-    else:
-        with pytest.raises(checks.CheckFailed, match=re.escape(kept)):
-            exec(f"{check}({name})", ns)
-        assert any("changed in place" in r for r in result.reported), result.reported
+    assert not result.failures, result.failures
+    exec(f"{check}({name})", namespace(assignment, cell, source))
 
 
 def test_every_grade_cell_has_hidden_tests():

@@ -15,6 +15,10 @@ forbidden names              ``grader/hidden/aNN.py``, ``FORBIDS[graded]`` (``fo
 wrong and right answers      ``tests/bank/aNN.py``, ``WRONG[answer]`` and ``RIGHT``         the tests
 ===========================  ==========================================================  ===================
 
+A row also lists what the exercise's text promises about the answer beyond its values: the inputs it does not change
+(``keeps``) and the dtype of its result (``dtype_of``). The visible check and the hidden test both hold each promise,
+in the words of ``transformer/checks/rule.py``; ``tests/test_exercise_promises.py`` finds the promises in the text.
+
 The map only names things; ``tests/test_exercise_map.py`` fails when a row names something that is not there, or
 when something is there that no row names. Adding an exercise starts with its row here (CONTRIBUTING.md).
 The grader reads the order of an assignment's grade cells from here, and the tests read which check judges which
@@ -39,6 +43,8 @@ class Exercise:
     probes: tuple[str, ...]         # the probes the hidden test asks, "call"
     forbids: bool = False           # the text forbids something ("Do not use:"): FORBIDS[graded] holds it
     references: tuple[str, ...] = ()  # functions of transformer.checks.references the check compares with
+    keeps: tuple[str, ...] = ()     # the inputs the text says are not changed, "labels"
+    dtype_of: str = ""              # the input whose dtype the text says the result has, "pattern", or "torch.bool"
 
 
 E = Exercise
@@ -51,15 +57,15 @@ EXERCISES = (
       references=("elman_rnn",)),
     E("01", "ex1_answer", "ex1_tokens_by_hand", "answers", "check_tokens_by_hand", VALUE),
     E("01", "ex2_answer", "ex2_count_pairs", "count_pairs", "check_count_pairs", ("a01.call_again", "a01.call_each"),
-      forbids=True),
+      forbids=True, keeps=("words",)),
     E("01", "ex3_answer", "ex3_merge_pair", "merge_pair", "check_merge_pair",
-      ("a01.call_again", "a01.call_each", "call"), forbids=True),
+      ("a01.call_again", "a01.call_each", "call"), forbids=True, keeps=("words",)),
     E("01", "ex4_answer", "ex4_word_tokenizer", "WordLevelTokenizer", "check_word_tokenizer", ("a01.tokenizer",),
       forbids=True),
     E("01", "ex5_answer", "ex5_byte_tokens", "byte_tokens", "check_byte_tokens", ("a01.call_each",), forbids=True),
     E("02", "ex1_answer", "ex1_one_hot_by_hand", "X", "check_one_hot_by_hand", VALUE),
     E("02", "ex2_answer", "ex2_rms_scales", "scales", "check_rms_scales", VALUE),
-    E("02", "ex3_answer", "ex3_embed_one_hot", "embed_one_hot", "check_embed_one_hot", CALL),
+    E("02", "ex3_answer", "ex3_embed_one_hot", "embed_one_hot", "check_embed_one_hot", CALL, dtype_of="E"),
     E("02", "ex4_answer", "ex4_embedding_module", "Embedding", "check_embedding_module",
       ("a02.embedding", "a02.embedding_init"), forbids=True, references=("embedding",)),
     E("03", "ex1_answer", "ex1_table_entries", "entries", "check_table_entries", VALUE, forbids=True),
@@ -71,7 +77,7 @@ EXERCISES = (
       ("a03.sinusoidal",), forbids=True),
     E("04", "ex1_answer", "ex1_flying_arrows", "flying", "check_flying_arrows", VALUE),
     E("04", "ex2_answer", "ex2_attention", "attention", "check_attention", CALL, forbids=True),
-    E("04", "ex3_answer", "ex3_causal_mask", "causal_mask", "check_causal_mask", CALL),
+    E("04", "ex3_answer", "ex3_causal_mask", "causal_mask", "check_causal_mask", CALL, dtype_of="torch.bool"),
     E("04", "ex4_answer", "ex4_self_attention", "self_attention", "check_self_attention", CALL),
     E("05", "ex1_answer", "ex1_head_arithmetic", "sizes", "check_head_arithmetic", VALUE),
     E("05", "ex2_answer", "ex2_split_heads", "split_heads", "check_split_heads", CALL, forbids=True),
@@ -84,46 +90,51 @@ EXERCISES = (
       references=("encoder_layer",)),
     E("07", "ex1_answer", "ex1_masked_row", "weights", "check_masked_row", VALUE),
     E("07", "ex2_answer", "ex2_causal_by_hand", "allowed", "check_causal_by_hand", VALUE, forbids=True),
-    E("07", "ex3_answer", "ex3_teacher_forcing", "teacher_forcing", "check_teacher_forcing_shift", CALL),
-    E("07", "ex4_answer", "ex4_padding_mask", "padding_mask", "check_padding_mask", CALL, forbids=True),
+    E("07", "ex3_answer", "ex3_teacher_forcing", "teacher_forcing", "check_teacher_forcing_shift", CALL,
+      dtype_of="tgt"),
+    E("07", "ex4_answer", "ex4_padding_mask", "padding_mask", "check_padding_mask", CALL, forbids=True,
+      dtype_of="torch.bool"),
     E("07", "ex5_answer", "ex5_causal_padding_mask", "causal_padding_mask", "check_causal_padding_mask", CALL,
-      forbids=True),
+      forbids=True, dtype_of="torch.bool"),
     E("07", "ex6_answer", "ex6_masked_attention", "masked_attention", "check_masked_attention",
-      ("a07.masked_attention",), forbids=True),
+      ("a07.masked_attention", "call"), forbids=True, keeps=("q", "k", "v", "mask")),
     E("08", "ex1_answer", "ex1_cross_shapes", "answer", "check_cross_shapes", VALUE),
     E("08", "ex2_answer", "ex2_cross_attention", "cross_attention", "check_cross_attention", CALL, forbids=True),
     E("08", "ex3_answer", "ex3_decoder_block", "DecoderBlock", "check_decoder_block_layer", ("a08.block",),
       forbids=True, references=("decoder_layer",)),
     E("09", "ex1_answer", "ex1_output_by_hand", "hand", "check_output_by_hand", VALUE, forbids=True),
     E("09", "ex2_answer", "ex2_masked_cross_entropy", "masked_cross_entropy", "check_masked_cross_entropy",
-      ("a09.loss",), forbids=True),
+      ("a09.loss",), forbids=True, keeps=("labels",)),
     E("09", "ex3_answer", "ex3_greedy_decoding", "greedy_decode", "check_greedy_decoding", ("a09.greedy",),
-      forbids=True, references=("german_table", "history_model")),
+      forbids=True, references=("german_table", "history_model"), keeps=("prefix",)),
     E("09", "ex4_answer", "ex4_tied_output_head", "OutputHead", "check_tied_output_head",
       ("a09.tied_head", "a09.untied_head"), forbids=True, references=("tied_embedding",)),
     E("10", "ex1_answer", "ex1_parameter_count", "counts", "check_parameter_count", VALUE),
     E("10", "ex2_answer", "ex2_train_step", "train_step", "check_train_step", ("a10.train_step",), forbids=True,
-      references=("translator",)),
+      references=("translator",), keeps=("src", "tgt")),
     E("10", "ex3_answer", "ex3_translator", "Translator", "check_translator",
-      ("a10.translator", "a10.translator_named", "a10.translator_parts"), references=("tiny_config", "transformer")),
+      ("a10.translator", "a10.translator_named", "a10.translator_parts"), references=("tiny_config", "transformer"),
+      keeps=("src", "tgt")),
     E("11", "ex1_answer", "ex1_top_k_filter", "top_k_filter", "check_top_k_filter", CALL, forbids=True),
     E("11", "ex2_answer", "ex2_top_p_probs", "top_p_probs", "check_top_p_probs", CALL, forbids=True),
-    E("11", "ex3_answer", "ex3_mask_tokens", "mask_tokens", "check_mask_tokens", ("a11.mask_tokens",), forbids=True),
+    E("11", "ex3_answer", "ex3_mask_tokens", "mask_tokens", "check_mask_tokens", ("a11.mask_tokens",), forbids=True,
+      keeps=("ids",), dtype_of="ids"),
     E("11", "ex4_answer", "ex4_patchify", "patchify", "check_patchify", CALL, forbids=True),
-    E("11", "ex5_answer", "ex5_family_mask", "attention_mask", "check_family_mask", CALL),
+    E("11", "ex5_answer", "ex5_family_mask", "attention_mask", "check_family_mask", CALL, dtype_of="torch.bool"),
     E("12", "ex1_answer", "ex1_online_by_hand", "running", "check_online_by_hand", VALUE, forbids=True),
     E("12", "ex2_answer", "ex2_online_softmax_attention", "online_softmax_attention", "check_online_softmax_attention",
-      CALL, forbids=True),
+      CALL, forbids=True, dtype_of="q"),
     E("12", "ex3_answer", "ex3_cache_step", "cache_step", "check_cache_step", ("a12.decode_loop", "call"),
       forbids=True),
     E("12", "ex4_answer", "ex4_repeat_kv", "repeat_kv", "check_repeat_kv", CALL, forbids=True),
-    E("12", "ex5_answer", "ex5_swiglu", "swiglu", "check_swiglu", CALL, forbids=True),
+    E("12", "ex5_answer", "ex5_swiglu", "swiglu", "check_swiglu", CALL, forbids=True, dtype_of="x"),
     E("13", "ex1_answer", "ex1_scores_by_hand", "scores", "check_scores_by_hand", VALUE, forbids=True),
-    E("13", "ex2_answer", "ex2_induction_score", "induction_score", "check_induction_score", CALL, forbids=True),
+    E("13", "ex2_answer", "ex2_induction_score", "induction_score", "check_induction_score", CALL, forbids=True,
+      dtype_of="pattern"),
     E("13", "ex3_answer", "ex3_direct_logit_attribution", "direct_logit_attribution",
-      "check_direct_logit_attribution", CALL, forbids=True),
+      "check_direct_logit_attribution", CALL, forbids=True, keeps=("parts", "gamma", "W_U")),
     E("13", "ex4_answer", "ex4_restored_fractions", "restored_fractions", "check_restored_fractions",
-      ("a13.sweep",), forbids=True),
+      ("a13.sweep",), forbids=True, dtype_of="clean"),
 )
 
 

@@ -9,9 +9,11 @@ A hidden test never runs its verdict inside the student's kernel. Each grade cel
 - ``what``: what is tested, in words (the feedback page shows it when the case fails);
 - ``request``: which probe the kernel runs, on which inputs (plain data drawn here from the seed);
 - ``judge``: a function of the probe's reply that returns what is wrong, in words, or ``None``;
-- ``scored``: ``False`` for a property only the kernel can report (an input changed in place, a
-  call made): it is shown as "reported by your kernel" and earns nothing either way, because a
-  forged reply could claim it.
+- ``scored``: ``False`` for a property only the kernel can report (a call made, a parameter
+  registered) and the text does not promise: it is shown as "reported by your kernel" and earns
+  nothing either way, because a forged reply could claim it. What the text promises (inputs not
+  changed, the dtype of the result) is scored: a forged reply could hide a fault there, as it could
+  any whose right answer it computes, but an honest one that shows it loses the points.
 
 Inputs come from :func:`generator` / :func:`rng` of the seed, so a run whose seed is secret asks
 questions no one has seen, and a regrade with the recorded seed asks the same ones. Answers fixed

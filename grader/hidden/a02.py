@@ -116,11 +116,12 @@ def ex3_embed_one_hot(seed: int):
         E = torch.randn(V, d, generator=g)
         ids = torch.randint(0, V, shape, generator=g)
         yield Case(f"embed_one_hot with random ids of shape {shape} and a random E ({V}, {d})",
-                   calls("embed_one_hot", ids, E), returns(F.embedding(ids, E), seq_dims[len(shape)] + ["d"], **TOL))
+                   calls("embed_one_hot", ids, E),
+                   returns(F.embedding(ids, E), seq_dims[len(shape)] + ["d"], promised="E", **TOL))
     E64 = torch.randn(6, 4, generator=g, dtype=torch.float64)
     ids = torch.randint(0, 6, (2,), generator=g)
     yield Case("embed_one_hot with a float64 E (6, 4) returns float64", calls("embed_one_hot", ids, E64),
-               returns(F.embedding(ids, E64), ["seq", "d"], **TOL))
+               returns(F.embedding(ids, E64), ["seq", "d"], promised="E", **TOL))
 
 
 def _module_judge(ref):

@@ -3,7 +3,8 @@
 
 Exercises 1 and 2 are worked by hand on the exercise's own score row and a 4 x 4 mask: their questions are
 fixed, not drawn from the seed. Every other input comes from the run's seed. The gradients of exercise 6 are
-values the grader compares with PyTorch's own, so a reply without them fails.
+values the grader compares with PyTorch's own, so a reply without them fails. What the texts promise besides the
+values is scored too: the dtype of ``tgt`` in exercise 3 (int32 ids among the cases), exercise 6's inputs unchanged.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Forbid, Request, calls, generator, reads
-from grader.hidden.judge import describe, fields, first, items, numbers, returns, tensor
+from grader.hidden.judge import describe, fields, first, items, kept, numbers, returns, tensor
 
 ASSIGNMENT = "07_masking"
 FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; tests/test_forbidden.py)
@@ -95,8 +96,8 @@ def ex2_causal_by_hand(seed: int):
 
 def ex3_teacher_forcing(seed: int):
     g = generator(seed, "ex3_teacher_forcing")
-    for b, t in [(1, 2), (3, 7), (4, 12)]:
-        tgt = torch.randint(0, 50, (b, t), generator=g)
+    for b, t, dtype in [(1, 2, torch.int64), (3, 7, torch.int32), (4, 12, torch.int64)]:
+        tgt = torch.randint(0, 50, (b, t), generator=g, dtype=dtype)
         dec_in, labels = tgt[:, :-1].clone(), tgt[:, 1:].clone()
 
         def judge(reply, tgt=tgt, dec_in=dec_in, labels=labels):
@@ -104,8 +105,8 @@ def ex3_teacher_forcing(seed: int):
             if _pair(out):
                 return _pair(out)
             dims = ["batch", "seq"]
-            return first(_named("decoder input", tensor(out[0], dec_in, dims=dims, exact=True)),
-                         _named("labels", tensor(out[1], labels, dims=dims, exact=True)))
+            return first(_named("decoder input", tensor(out[0], dec_in, dims=dims, exact=True, promised="tgt")),
+                         _named("labels", tensor(out[1], labels, dims=dims, exact=True, promised="tgt")))
         yield Case(f"teacher_forcing(tgt) with random token ids tgt of shape {(b, t)} and dtype {tgt.dtype}: "
                    f"(decoder_input, labels), both {(b, t - 1)} in tgt's dtype (exact)",
                    calls("teacher_forcing", tgt), judge)
@@ -180,5 +181,7 @@ def ex6_masked_attention(seed: int):
                     return f"the gradient of {name}: {problem}"
             return None
         yield Case(f"masked_attention with {shapes}: the output (zero where a query sees no key)", request, output)
+        yield Case(f"masked_attention with {shapes}: q, k, v and mask unchanged", calls("masked_attention", *inputs),
+                   kept(inputs, ["q", "k", "v", "mask"], ("out", "args")))
         yield Case(f"masked_attention with {shapes}: the gradients of q, k and v in a backward pass (finite, and "
                    f"those of PyTorch's attention)", request, gradients)

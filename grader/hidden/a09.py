@@ -3,9 +3,9 @@
 Exercise 1 is worked by hand on the exercise's own four logits: its questions are fixed, not drawn from the seed.
 Every other input comes from the run's seed. Scored in exercise 3 besides the ids: a second call on the very same
 prefix list (a function that changed the caller's prefix answers it wrongly) and a run with a next_logits whose
-logits depend on how often it was called (a loop that calls it twice per token gets other ids). What only the
-kernel can see (the prefix after the call, the sequences next_logits was called with, a head's parameters and
-initial scale) is reported beside them.
+logits depend on how often it was called (a loop that calls it twice per token gets other ids). The inputs after the
+calls of exercises 2 and 3, which their texts say are not changed, are scored too. What else only the kernel can see
+(the sequences next_logits was called with, a head's parameters and initial scale) is reported beside them.
 
 Exercise 4 (references: the logits and one SGD step computed here with autograd) scores the logits, the embedding's
 gradient and the matrices after one SGD step; the size of the logits of the untied head as built (its random initial
@@ -149,7 +149,7 @@ def ex2_masked_cross_entropy(seed: int):
         yield Case(f"{what}: the loss, a 0-dimensional tensor, and its gradient through loss.backward()", request,
                    _loss_judge(ref.detach(), x.grad.clone()))
         yield Case(f"{what}: logits and labels unchanged", request,
-                   kept([logits, labels], ["logits", "labels"], ("out", "grad", "args")), scored=False)
+                   kept([logits, labels], ["logits", "labels"], ("out", "grad", "args")))
 
 
 # ----------------------------------------------------------------- exercise 3: greedy decoding
@@ -253,7 +253,7 @@ def ex3_greedy_decoding(seed: int):
             yield Case(f"{what}: called a second time with the very same prefix list, the same ids", request,
                        _again_judge(expected))
         yield Case(f"{what}: the prefix list it was given unchanged", request,
-                   kept([list(prefix)], ["prefix"], GREEDY), scored=False)
+                   kept([list(prefix)], ["prefix"], GREEDY))
         yield Case(f"{what}: next_logits called once per new token, with the whole sequence so far", request,
                    _calls_judge(expected, list(prefix)), scored=False)
     v, n_prefix, max_new = 12, 2, 6

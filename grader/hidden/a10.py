@@ -3,8 +3,8 @@
 Exercise 1 counts the parameters of the paper's base model: its question is fixed by the lectures. The other
 inputs (weights, token ids, the label smoothing) come from the run's seed. Scored: the losses and the parameters
 after the training steps, the Translator's logits, and its parts called by their names (positions, src_embed,
-tgt_embed, head) against the grader's own table and matrices; reported by the kernel (no points) beside them:
-inputs changed in place, which named parts it has, table shapes and tying.
+tgt_embed, head) against the grader's own table and matrices, and the inputs after the calls (the texts say they are
+not changed); reported by the kernel (no points) beside them: which named parts it has, table shapes and tying.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Forbid, Request, fill, generator, reads, rng
-from grader.hidden.judge import as_number, describe, entry, fields, items, tensor, unchanged
+from grader.hidden.judge import as_number, describe, entry, fields, items, kept, tensor
 from transformer import Decoder, Encoder, EncoderDecoder, TransformerConfig
 from transformer.interop import copy_transformer
 
@@ -77,13 +77,6 @@ def _step_judge(losses, params):
     return judge
 
 
-def _kept(before, names, keys):
-    """The inputs after the calls, ``reply["args"]`` (only the kernel sees them: reported, not scored)."""
-    def judge(reply):
-        return unchanged(before, fields(reply, *keys)[keys.index("args")], names)
-    return judge
-
-
 def ex2_train_step(seed: int):
     g, r = generator(seed, "ex2_train_step"), rng(seed, "ex2_train_step")
     for smoothing in [0.0, round(r.uniform(0.1, 0.3), 2)]:
@@ -116,7 +109,7 @@ def ex2_train_step(seed: int):
         yield Case(f"{what}: the two losses (floats) and the parameters after them", request,
                    _step_judge(losses, params))
         yield Case(f"{what}: src and tgt unchanged", request,
-                   _kept([src, tgt], ["src", "tgt"], ("losses", "params", "args")), scored=False)
+                   kept([src, tgt], ["src", "tgt"], ("losses", "params", "args")))
 
 
 # ----------------------------------------------------------------- exercise 3: the Translator
@@ -207,7 +200,7 @@ def ex3_translator(seed: int):
                    f"into its encoder and decoder and given embedding matrices, against nn.Transformer itself",
                    request, _translator_judge(ref))
         yield Case(f"{what}: the token ids unchanged", request,
-                   _kept([src, tgt], ["src", "tgt"], ("logits", "args")), scored=False)
+                   kept([src, tgt], ["src", "tgt"], ("logits", "args")))
         x, h_in = torch.randn(2, 5, d, generator=g), torch.randn(2, 5, d, generator=g)
         named = Request("a10.translator_named", {"cfg": cfg, "e_src": e_src, "e_tgt": e_tgt, "src": src, "tgt": tgt,
                                                  "x": x, "h": h_in, "seed": built})

@@ -2,10 +2,11 @@
 F.unfold, the masks of chapter 7, and the masking rule measured by transformer.checks.a11.masking_problems).
 
 Every input comes from the run's seed. Masking is judged on the tokens and labels the grader reads, of a first call
-and of a second call on the very same ids tensor (a function that changed its ids answers it wrongly). Whether the
-two calls, with generators seeded alike, agree, and the ids after the calls, only the kernel can see: those are
-reported, not scored (the grader cannot draw the numbers itself: a correct answer may consume the generator in any
-order, so the only reference for one call's draws is another call's, which a reply could copy).
+and of a second call on the very same ids tensor (a function that changed its ids answers it wrongly), and the ids
+after the calls (the text says they are not changed). Whether the two calls, with generators seeded alike, agree,
+only the kernel can see: that is reported, not scored (the grader cannot draw the numbers itself: a correct answer
+may consume the generator in any order, so the only reference for one call's draws is another call's, which a reply
+could copy).
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def ex3_mask_tokens(seed: int):
                    request, _masking_judge(ids, mask_id, vocab_size, specials, p, "second"))
         yield Case(f"{what}: the same result for generators seeded alike", request, _same_judge, scored=False)
         yield Case(f"{what}: ids unchanged", request,
-                   lambda reply, ids=ids: unchanged([ids], fields(reply, *MASKING)[2], ["ids"]), scored=False)
+                   lambda reply, ids=ids: unchanged([ids], fields(reply, *MASKING)[2], ["ids"]))
 
 
 # ----------------------------------------------------------------- exercise 4: patches

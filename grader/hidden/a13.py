@@ -6,7 +6,8 @@ Exercise 1 is the exercise's own pattern (``<bos> A B C A B C``): its answer is 
 drawn from the seed (``FIXED``). Every other input comes from the run's seed. Exercise 4 hands the student's sweep a
 ``patched_metric`` whose value changes each time the same head is asked again: a sweep that asks a head twice and
 uses the later answer gets other fractions (scored); how often each head was asked is only the kernel's to see
-(reported).
+(reported). What the texts promise besides the values is scored too: the dtype of ``pattern`` and of ``clean`` in
+exercises 2 and 4 (float64 cases among them), exercise 3's inputs unchanged.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.hidden import Case, Forbid, Request, calls, generator, reads
-from grader.hidden.judge import describe, fields, first, number, returns, tensor
+from grader.hidden.judge import describe, fields, first, kept, number, returns, tensor
 
 ASSIGNMENT = "13_looking_inside"
 FIXED = {"ex1_scores_by_hand"}  # the exercise's own pattern: the same question in every run
@@ -103,12 +104,13 @@ def ex2_induction_score(seed: int):
         pattern = _causal(g, batch, heads, 1 + 2 * half, dtype)
         yield Case(f"induction_score on causal patterns of shape {tuple(pattern.shape)} (half {half}), "
                    f"{str(dtype)[6:]}", calls("induction_score", pattern, half),
-                   returns(_induction_reference(pattern, half), ["heads"]))
+                   returns(_induction_reference(pattern, half).to(dtype), ["heads"], promised="pattern"))
     half = draw(3, 9)
     pattern = (_two_heads(half) + _causal(g, 3, 2, 1 + 2 * half)) / 2  # (3, 2, seq, seq): rows still sum to 1
     yield Case(f"induction_score on an induction head and a previous-token head made by hand, each averaged with "
                f"a causal pattern (half {half})",
-               calls("induction_score", pattern, half), returns(_induction_reference(pattern, half), ["heads"]))
+               calls("induction_score", pattern, half),
+               returns(_induction_reference(pattern, half).float(), ["heads"], promised="pattern"))
 
 
 # ----------------------------------------------------------------- exercise 3: direct logit attribution
@@ -171,6 +173,8 @@ def ex3_direct_logit_attribution(seed: int):
         what = f"direct_logit_attribution of {n} parts, d_model {d}, eps {eps:.3g}, {str(dtype)[6:]}"
         yield Case(f"{what}: each part's contribution", calls("direct_logit_attribution", *args),
                    returns(_dla_reference(*args), ["parts"]))
+        yield Case(f"{what}: parts, gamma and W_U unchanged", calls("direct_logit_attribution", *args),
+                   kept(list(args), ["parts", "gamma", "W_U", "answer", "other", "eps"], ("out", "args")))
         yield Case(f"{what}: the contributions add up to logit[answer] - logit[other] through LayerNorm (beta = 0)",
                    calls("direct_logit_attribution", *args), _sum_judge(*args))
 
@@ -190,7 +194,7 @@ def _fractions(table, clean, corrupted) -> torch.Tensor:
 def _sweep_judge(ref):
     def judge(reply):
         out, _calls = fields(reply, *SWEEP)
-        return tensor(out, ref, dims=["n_layers", "n_heads"])
+        return tensor(out, ref, dims=["n_layers", "n_heads"], promised="clean")
     return judge
 
 
@@ -223,6 +227,6 @@ def ex4_restored_fractions(seed: int):
         what = (f"restored_fractions over {n_layers} layer(s) of {n_heads} head(s), {batch} prompt(s), "
                 f"{str(dtype)[6:]}, with a patched_metric whose value changes when a head is asked again")
         yield Case(f"{what}: the fractions of the batch means", request,
-                   _sweep_judge(_fractions(table.tolist(), clean.tolist(), corrupted.tolist())))
+                   _sweep_judge(_fractions(table.tolist(), clean.tolist(), corrupted.tolist()).to(dtype)))
         yield Case(f"{what}: patched_metric called once per head", request, _calls_judge(n_layers, n_heads),
                    scored=False)

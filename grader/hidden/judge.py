@@ -2,9 +2,11 @@
 
 A message names the kind of problem in fixed words, in the visible checks' order: the wrong type, the
 wrong shape (the expected one, with its named dimensions), the dtype, "values are NaN or infinite",
-"values are wrong" (with the tolerance), a changed input. A value is compared by the visible checks'
-own rule, :func:`transformer.checks.rule.judge_values`, so that an answer the public checks pass is
-never refused here for something that is not an error.
+"values are wrong" (with the tolerance), a changed input. What the exercise's text promises (the inputs are not
+changed, the result has the dtype of an input) is said in the visible checks' own words
+(:func:`~transformer.checks.rule.kept_words`, :func:`~transformer.checks.rule.dtype_words`) and costs the points.
+A value is compared by the visible checks' own rule, :func:`transformer.checks.rule.judge_values`, so that an
+answer the public checks pass is never refused here for something that is not an error.
 
 The words never show the expected values, and never carry anything a reply can choose beyond which
 kind of problem it has: no class name, no shape or number of dimensions it returned, no dtype it
@@ -29,7 +31,7 @@ import torch
 # of writing a shape, (batch=2, seq=3), and their rule for comparing values
 from transformer.checks.answers import as_ints
 from transformer.checks.core import as_int, as_number, named_shape  # noqa: F401
-from transformer.checks.rule import ATOL, RTOL, judge_values, number_kind
+from transformer.checks.rule import ATOL, RTOL, changed, dtype_words, judge_values, kept_words, number_kind
 
 
 class Malformed(ValueError):
@@ -85,19 +87,23 @@ def shape(got, want: tuple[int, ...]) -> str | None:
 
 
 def tensor(got, want: torch.Tensor, atol: float = ATOL, rtol: float = RTOL, dims=None, dtype: str = "kind",
-           exact: bool = False) -> str | None:
+           exact: bool = False, promised: str | None = None) -> str | None:
     """``got`` must be a tensor (or an array or list of numbers, as for the visible checks) of ``want``'s shape,
     close to it (or equal if ``exact``), by :func:`~transformer.checks.rule.judge_values`.
 
     ``dtype="kind"`` (the default) asks for a kind of number the visible checks accept (see
     :data:`~transformer.checks.rule.ACCEPTED_KINDS`, any precision); ``"exact"`` for a tensor of the very dtype
-    (float64 in, float64 out).
+    (float64 in, float64 out). ``promised``: the input whose dtype the text says the result has, here ``want``'s (a
+    tensor or an array must have it; a list carries no dtype).
     """
     if exact:
         atol = rtol = 0.0
-    judged = judge_values(got, want, atol, rtol, want.dtype if dtype == "exact" else None)
+    judged = judge_values(got, want, atol, rtol, want.dtype if dtype == "exact" else None,
+                          want.dtype if promised else None)
     if judged.problem == "type":
         return f"expected a tensor, got {describe(got)}"
+    if promised and judged.problem in ("dtype", "kind", "promised dtype"):
+        return f"the result is not {str(want.dtype).removeprefix('torch.')}; {dtype_words(promised)}"
     if judged.problem == "dtype":
         return f"expected dtype {want.dtype}, got another dtype"
     if judged.problem == "kind":
@@ -139,23 +145,20 @@ def numbers(got, want: list[float], tol: float = 1e-3, name: str = "the values")
 
 
 def unchanged(before: list, after: list, names: list[str]) -> str | None:
-    """The inputs a function got must be as they were: it may not change its arguments in place.
+    """The inputs a function got must be as they were, where the exercise's text says so.
 
-    ``after`` comes from the kernel, so this is a property the kernel reports: use it in a case with
-    ``scored=False``."""
+    ``after`` comes from the kernel: a forged reply could hide a change, as it could any fault whose right answer it
+    computes, and an honest one that shows a change fails the case (scored)."""
     after = items(after, len(before), "the arguments after the call")
     for name, a, b in zip(names, before, after, strict=True):
-        if isinstance(a, torch.Tensor):
-            if not isinstance(b, torch.Tensor) or b.shape != a.shape or not torch.equal(a, b):
-                return f"the input {name} was changed in place; return a new value instead"
-        elif a != b:
-            return f"the input {name} was changed in place; return a new value instead"
+        if changed(a, b):
+            return kept_words(name)
     return None
 
 
 def kept(before: list, names: list[str], keys: tuple[str, ...]):
-    """An unscored judge: ``reply["args"]`` of a reply with the fields ``keys`` (the inputs after the call, which only
-    the kernel sees) must be ``before`` (see :func:`unchanged`)."""
+    """A judge of ``reply["args"]`` of a reply with the fields ``keys`` (the inputs after the call, which only the
+    kernel sees): they must be ``before`` (see :func:`unchanged`)."""
     def judge(reply):
         return unchanged(before, fields(reply, *keys)[keys.index("args")], names)
     return judge
@@ -174,8 +177,8 @@ def token_ids(got, expected: list[int]) -> str | None:
 def returns(ref: torch.Tensor, dims=None, **kw):
     """A judge for :func:`grader.hidden.calls`: the result ``reply["out"]`` must match ``ref`` (see :func:`tensor`).
 
-    The arguments may have been changed in place: every case sends its own copy, and the visible checks
-    allow it too.
+    The arguments may have been changed in place: every case sends its own copy. Where the text says they are not
+    changed, a case judged by :func:`kept` holds it.
     """
     def judge(reply):
         out, _args = fields(reply, "out", "args")
@@ -218,7 +221,7 @@ def each_call(arglists, problem_of, after: bool = False, what: str = "calls"):
 
 
 def kept_inputs(arglists, names, what: str = "calls"):
-    """An unscored judge of :func:`call_each`'s replies: every call left its arguments as they were."""
+    """A judge of :func:`call_each`'s replies: every call left its arguments as they were (see :func:`unchanged`)."""
     return each_call(arglists, lambda args_after, *args: unchanged(list(args), args_after, names), True, what)
 
 

@@ -12,9 +12,11 @@ Each module defines ``ASSIGNMENT`` (the assignment id) and ``WRONG``:
 - ``RIGHT[answer_cell] = [(what, source), ...]`` (optional): correct answers other than the solution's
   (numbers of another kind, another dtype, inputs changed in place where that is allowed); the visible
   check and the hidden tests must both accept each one.
-- ``KEEPS_INPUTS[answer_cell] = hint_fragment`` (optional): the exercise says not to change its inputs in
-  place; an answer that does must be rejected by both, and the visible check must say so (``hint_fragment``).
-  In every other exercise, an answer may change its tensor inputs in place and still earns its points.
+
+Where the exercise's text says its inputs are not changed (``keeps`` in the map of exercises), an answer that changes
+them is rejected by both, in the same words; in every other exercise, an answer may change its tensor inputs in place
+and still earns its points (``promises.py`` makes such answers from the solution, tests/test_hidden_tests.py and
+tests/test_exercise_promises.py run them).
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ WRONG: dict[str, dict] = {}
 CHECKS: dict[str, dict] = {}
 EXPECTED: dict[str, dict] = {}
 RIGHT: dict[str, dict] = {}
-KEEPS_INPUTS: dict[str, dict] = {}
 
 for _info in pkgutil.iter_modules(__path__):
     if _info.name.startswith("a"):
@@ -37,7 +38,6 @@ for _info in pkgutil.iter_modules(__path__):
         CHECKS[_mod.ASSIGNMENT] = exercises.checks(_mod.ASSIGNMENT)
         EXPECTED[_mod.ASSIGNMENT] = getattr(_mod, "EXPECTED", {})
         RIGHT[_mod.ASSIGNMENT] = getattr(_mod, "RIGHT", {})
-        KEEPS_INPUTS[_mod.ASSIGNMENT] = getattr(_mod, "KEEPS_INPUTS", {})
 
 # (assignment, answer cell, what, source) of every correct alternative, for parametrized tests
 RIGHT_CASES = [(a, cell, what, src) for a, cells in RIGHT.items() for cell, rights in cells.items()

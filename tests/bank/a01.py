@@ -179,7 +179,7 @@ WRONG = {
         ("empties the input",
          "def count_pairs(words):\n    pairs = {}\n    while words:\n        symbols, freq = words.popitem()\n"
          "        for pair in zip(symbols, symbols[1:]):\n            pairs[pair] = pairs.get(pair, 0) + freq\n"
-         "    return pairs", "changed its input"),
+         "    return pairs", "changes its input `words` in place"),
     ],
     "ex3_answer": [
         ("only the first occurrence",
@@ -213,7 +213,7 @@ WRONG = {
          "                out.append(symbols[i])\n                i += 1\n"
          "        freq = words.pop(symbols)\n        words[tuple(out)] = words.get(tuple(out), 0) + freq\n"
          "    return words\n",
-         "changed its input"),
+         "changes its input `words` in place"),
     ],
     "ex4_answer": [
         ("no special tokens", _tokenizer(itos="list(dict.fromkeys(words))"), "starts with the four special"),
@@ -271,9 +271,7 @@ RIGHT = {
     ],
 }
 
-KEEPS_INPUTS = {"ex2_answer": "changed its input", "ex3_answer": "changed its input"}
-
 # Wrong only in changing the caller's dict ("empties the input", "changes the input"): the hidden tests call the
-# function a second time on the very same dict and score that answer too; the input after the call, which only the
-# kernel sees, is reported beside it. The visible check rejects them too (KEEPS_INPUTS).
+# function a second time on the very same dict and score that answer, and the input after the call too (the text says
+# it is not changed). The visible check rejects them too.
 REPORTED_ONLY: set = set()

@@ -52,6 +52,9 @@ WRONG = {
          _EMBED + "    return (torch.nn.functional.one_hot(ids, E.shape[0]).to(E.dtype) @ E).sum(-2)", "sums"),
         ("multiplied by E transposed",
          _EMBED + "    return torch.nn.functional.one_hot(ids, E.shape[0]).to(E.dtype) @ E.T", "raised"),
+        ("float32 always (.float())",
+         _EMBED + "    return torch.nn.functional.one_hot(ids, E.shape[0]).float() @ E.float()",
+         "returns float32 for float64 inputs; the exercise says the result has the dtype of `E`"),
     ],
     "ex4_answer": [
         ("no sqrt(d_model) in forward", _MODULE.format(init=_GOOD_INIT, forward="self.weight[ids]"),

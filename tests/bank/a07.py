@@ -44,7 +44,10 @@ WRONG = {
         ("no shift", "def teacher_forcing(tgt):\n    return tgt, tgt", "nothing was shifted"),
         ("shifted along the batch", "def teacher_forcing(tgt):\n    return tgt[:-1], tgt[1:]", "batch dimension"),
         ("only the decoder input", "def teacher_forcing(tgt):\n    return tgt[:, :-1]", "pair"),
-        ("labels as floats", "def teacher_forcing(tgt):\n    return tgt[:, :-1], tgt[:, 1:].float()", "dtype"),
+        ("labels as floats", "def teacher_forcing(tgt):\n    return tgt[:, :-1], tgt[:, 1:].float()",
+         "the result has the dtype of `tgt`"),
+        ("int64 for int32 ids", "def teacher_forcing(tgt):\n    return tgt[:, :-1].long(), tgt[:, 1:].long()",
+         "returns int64 for int32 inputs; the exercise says the result has the dtype of `tgt`"),
         ("labels drop <eos> too", "def teacher_forcing(tgt):\n    return tgt[:, :-1], tgt[:, 1:-1]", "shape"),
     ],
     "ex4_answer": [
@@ -108,6 +111,10 @@ WRONG = {
          _ATTENTION_HEAD + "    empty = ~mask.any(-1, keepdim=True)\n"
          "    return s.masked_fill(~(mask | empty), float('-inf')).softmax(-1).masked_fill(empty, 0.0)",
          "attention weights"),
+        ("the empty rows unmasked in the caller's mask (mask |= empty)",
+         _ATTENTION_HEAD + "    empty = ~mask.any(-1, keepdim=True)\n    mask |= empty\n"
+         "    return s.masked_fill(~mask, float('-inf')).softmax(-1).masked_fill(empty, 0.0) @ v",
+         "changes its input `mask` in place; the exercise says the inputs are not changed"),
     ],
 }
 

@@ -55,6 +55,10 @@ WRONG = {
     ],
     "ex2_answer": [
         ("padding counted", _LOSS_HEAD + _NLL + "    return nll.mean()", "padding"),
+        ("the pad labels set to 0 in the caller's labels (labels[~real] = 0)",
+         _LOSS_HEAD + "    real = labels != pad_id\n    labels[~real] = 0\n" + _NLL
+         + "    return (nll * real).sum() / real.sum()",
+         "changes its input `labels` in place; the exercise says the inputs are not changed"),
         ("mean per sentence, then over the batch",
          _LOSS_HEAD + _NLL + "    real = labels != pad_id\n    return ((nll * real).sum(1) / real.sum(1)).mean()",
          "each sentence's mean"),
@@ -117,7 +121,7 @@ WRONG = {
         ("changes the caller's prefix",
          _GREEDY_HEAD + "    ids = prefix\n    for _ in range(max_new_tokens):\n"
          "        nxt = int(next_logits(ids).argmax())\n        ids.append(nxt)\n        if nxt == eos_id:\n"
-         "            break\n    return ids", "changed the prefix"),
+         "            break\n    return ids", "changes its input `prefix` in place"),
         ("no maximum length",
          _GREEDY_HEAD + "    ids = list(prefix)\n    while True:\n        nxt = int(next_logits(ids).argmax())\n"
          "        ids.append(nxt)\n        if nxt == eos_id:\n            return ids", "does your loop stop"),
@@ -188,7 +192,7 @@ RIGHT = {
     "ex1_answer": [
         ("numpy", "import numpy as np\nz = np.array([1.0, 2.0, 0.0, -0.5])\nprobs = np.exp(z) / np.exp(z).sum()\n"
          "word = ['einen', 'Brot', 'gegessen', '<eos>'][int(np.argmax(probs))]\nloss = -np.log(probs[0])" + _HAND),
-        ("torch", "z = torch.tensor([1.0, 2.0, 0.0, -0.5])\nprobs = z.softmax(-1)\n"
+        ("torch", "z = torch.tensor([1.0, 2.0, 0.0, -0.5])\nprobs = z.exp() / z.exp().sum()\n"
          "word = ['einen', 'Brot', 'gegessen', '<eos>'][probs.argmax()]\nloss = -probs[0].log()" + _HAND),
     ],
     "ex3_answer": [
@@ -201,10 +205,8 @@ RIGHT = {
     ],
 }
 
-KEEPS_INPUTS = {"ex2_answer": "changed labels", "ex3_answer": "changed the prefix"}
-
-# Scored now, with the kernel's report beside each: "changes the caller's prefix" by a second call on the very same
-# prefix list; "two calls per token" by a next_logits whose logits depend on how often it was called; "entries of
-# size 1" by the size of the logits of the head as built; "an own matrix kept besides the tied one" by the tensors of
-# the tied head's state dict after a training step (each must be the embedding's matrix).
+# Scored now: "changes the caller's prefix" by a second call on the very same prefix list and by the prefix after the
+# call (the text says it is not changed); "two calls per token" by a next_logits whose logits depend on how often it
+# was called; "entries of size 1" by the size of the logits of the head as built; "an own matrix kept besides the tied
+# one" by the tensors of the tied head's state dict after a training step (each must be the embedding's matrix).
 REPORTED_ONLY: set = set()

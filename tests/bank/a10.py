@@ -129,8 +129,6 @@ RIGHT = {
     ],
 }
 
-KEEPS_INPUTS = {"ex2_answer": "changed", "ex3_answer": "changed"}
-
 # "attribute misnamed" (a part under another name computes the same logits) is scored: the hidden tests call the parts
 # by their names (positions, src_embed, tgt_embed, head) and compare what they give with the grader's own; the
 # kernel's report of the named parts stays beside it.

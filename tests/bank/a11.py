@@ -106,7 +106,10 @@ WRONG = {
         ("random tokens from the whole vocabulary", _mask(pool="torch.arange(vocab_size)"), "ordinary"),
         ("p hard-coded", _mask(p="0.15"), "not a fixed 0.15"),
         ("generator ignored", _mask(generator="None"), "generator="),
-        ("in place", _mask(labels="torch.where(chosen, ids, -100)\n    ids[chosen] = mask_id"), "changed"),
+        ("in place", _mask(labels="torch.where(chosen, ids, -100)\n    ids[chosen] = mask_id"),
+         "changes its input `ids` in place; the exercise says the inputs are not changed"),
+        ("labels as int32", _mask(labels="torch.where(chosen, ids, -100).int()"),
+         "returns int32 for int64 inputs; the exercise says the result has the dtype of `ids`"),
     ],
     "ex4_answer": [
         ("columns first", _PATCH.format(order="0, 4, 2, 1, 3, 5"), "column by column"),
@@ -178,10 +181,8 @@ RIGHT = {
     ],
 }
 
-KEEPS_INPUTS = {"ex3_answer": "changed"}
-
 # "in place" is scored: the hidden tests call mask_tokens a second time on the very same ids tensor and judge that
-# result by the masking rule too; the ids after the calls stay reported.
+# result by the masking rule too, and the ids after the calls (the text says they are not changed).
 # "generator ignored" stays reported only: its tokens and labels obey the masking rule, and the grader cannot draw
 # the expected numbers itself (a correct answer may consume the generator in any order: torch.rand, bernoulli,
 # multinomial), so the only reference for one call's draws is another call's, a value from the same kernel that a

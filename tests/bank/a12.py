@@ -74,7 +74,8 @@ WRONG = {
          "    return s.softmax(-1) @ v[..., start:, :]\n", None),
         ("always float32",
          "import torch.nn.functional as F\ndef online_softmax_attention(q, k, v, block_size):\n"
-         "    return F.scaled_dot_product_attention(q.float(), k.float(), v.float())\n", "dtype"),
+         "    return F.scaled_dot_product_attention(q.float(), k.float(), v.float())\n",
+         "returns float32 for float64 inputs; the exercise says the result has the dtype of `q`"),
     ],
     "ex3_answer": [
         ("appended on the heads axis", _cache(cat_k="torch.cat([k_cache, k], dim=1)",
@@ -108,6 +109,8 @@ WRONG = {
         ("no gate", _swiglu("F.silu(x @ W1) @ W2"), "gate is missing"),
         ("no W2", _swiglu("F.silu(x @ W1) * (x @ W3)"), "back to d_model"),
         ("GELU", _swiglu("(F.gelu(x @ W1) * (x @ W3)) @ W2"), None),
+        ("float32 always (.float())", _swiglu("((F.silu(x @ W1) * (x @ W3)) @ W2).float()"),
+         "returns float32 for float64 inputs; the exercise says the result has the dtype of `x`"),
     ],
 }
 
@@ -150,4 +153,3 @@ RIGHT = {
     ],
 }
 
-KEEPS_INPUTS: dict = {}

@@ -55,6 +55,10 @@ WRONG = {
         ("<bos> forgotten", _induction(queries="torch.arange(half, 2 * half)"), "<bos>"),
         ("averaged over the heads", _induction(mean="(1, 2)"), "heads axis"),
         ("batch kept", _induction(mean="2"), "average over the batch"),
+        ("float32 always (.float())", "import torch\ndef induction_score(pattern, half):\n"
+         "    queries = torch.arange(half + 1, 2 * half + 1)\n"
+         "    return pattern[:, :, queries, queries - half + 1].mean(dim=(0, 2)).float()\n",
+         "returns float32 for float64 inputs; the exercise says the result has the dtype of `pattern`"),
         ("summed over the positions", "import torch\ndef induction_score(pattern, half):\n"
          "    q = torch.arange(half + 1, 2 * half + 1)\n"
          "    return pattern[:, :, q, q - half + 1].sum(dim=2).mean(dim=0)\n", "summed"),
@@ -77,6 +81,12 @@ WRONG = {
          "    return F.layer_norm(parts, parts.shape[-1:], gamma, None, eps) @ (W_U[answer] - W_U[other])\n",
          "its own standard deviation"),
         ("the rows of W_U as columns", _dla(u="W_U[:, answer] - W_U[:, other]"), None),
+        ("centred in the caller's parts (parts -= ...)",
+         "import torch\ndef direct_logit_attribution(parts, gamma, W_U, answer, other, eps):\n"
+         "    sigma = torch.sqrt(parts.sum(dim=0).var(unbiased=False) + eps)\n"
+         "    parts -= parts.mean(dim=-1, keepdim=True)\n"
+         "    return (gamma * parts / sigma) @ (W_U[answer] - W_U[other])\n",
+         "changes its input `parts` in place; the exercise says the inputs are not changed"),
     ],
     "ex4_answer": [
         ("mean of the ratios", _sweep(body="((patched_metric(layer, head) - corrupted) / (clean - corrupted)).mean()"),
@@ -91,6 +101,8 @@ WRONG = {
                                          "if patched_metric(layer, head) is not None else 0.0"), "once per head"),
         ("the first prompt only", _sweep(body="(patched_metric(layer, head)[0] - corrupted[0]) / (clean[0] - "
                                          "corrupted[0])"), None),
+        ("float32 for float64 metrics", _sweep().replace(", dtype=clean.dtype", ""),
+         "returns float32 for float64 inputs; the exercise says the result has the dtype of `clean`"),
     ],
 }
 

@@ -10,7 +10,7 @@ import torch
 from ..byte_bpe import ByteBPETokenizer
 from ..tokenization import SPECIAL_TOKENS, Vocabulary, WordTokenizer, count_pairs, merge_pair
 from .answers import count_differences, counts_form, dict_problems, plain_counts, require_keys, show
-from .core import Mistake, as_int, call, compare, fail, outputs, report, values_of
+from .core import Mistake, as_int, call, compare, fail, outputs, report, require_unchanged, values_of
 from .mistakes.a01 import BYTE_TOKENS_MISTAKES, COUNT_PAIRS_MISTAKES, MERGE_PAIR_MISTAKES, WORD_TOKENIZER_MISTAKES
 
 __all__ = ["check_tokens_by_hand", "check_count_pairs", "check_merge_pair", "check_word_tokenizer",
@@ -92,8 +92,7 @@ def check_count_pairs(fn: Callable) -> None:
     for case, words in PAIRS_CASES:
         given = copy.deepcopy(words)
         got = call(fn, (given,), f"count_pairs ({case})")
-        if given != words:
-            fail(f"✗ count_pairs ({case})", ["count_pairs changed its input; only read it"])
+        require_unchanged(f"count_pairs ({case})", {"words": (given, words)}, ["only read it"])
         got, problems = plain_counts(f"count_pairs ({case})", got)
         if problems:
             report(f"count_pairs ({case})", problems)
@@ -127,8 +126,7 @@ def check_merge_pair(fn: Callable) -> None:
     for case, pair, words in _merge_cases():
         given = copy.deepcopy(words)
         got = call(fn, (pair, given), f"merge_pair ({case})")
-        if given != words:
-            fail(f"✗ merge_pair ({case})", ["merge_pair changed its input dict; build and return a new dict"])
+        require_unchanged(f"merge_pair ({case})", {"words": (given, words)}, ["build and return a new dict"])
         name = f"merge_pair ({case})"
         form = counts_form(got)
         if form and form[0] == "dict":

@@ -98,11 +98,12 @@ def _embed_cases(seed: int):
     g = torch.Generator().manual_seed(seed)
     E = torch.randn(10, 6, generator=g)
     return [("ids of shape (batch=2, seq=4)", torch.randint(0, 10, (2, 4), generator=g), E),
-            ("ids of shape (seq=5,)", torch.tensor([6, 0, 3, 3, 7]), E)]
+            ("ids of shape (seq=5,)", torch.tensor([6, 0, 3, 3, 7]), E),
+            ("a float64 E", torch.tensor([[2, 9], [0, 0]]), E.double())]
 
 
 def check_embed_one_hot(fn: Callable, seed: int = 0) -> None:
-    """``fn(ids, E)`` must return ``one_hot(ids) @ E``: ids ``(...)`` -> ``(..., d)``."""
+    """``fn(ids, E)`` must return ``one_hot(ids) @ E``: ids ``(...)`` -> ``(..., d)``, in the dtype of ``E``."""
     __tracebackhide__ = True
     for case, ids, E in _embed_cases(seed):
         got = call(fn, (ids.clone(), E.clone()), f"embed_one_hot ({case})")
@@ -110,7 +111,7 @@ def check_embed_one_hot(fn: Callable, seed: int = 0) -> None:
         dims = ("batch", "seq", "d") if ids.dim() == 2 else ("seq", "d")
         mistakes = outputs(EMBED_ONE_HOT_MISTAKES, ids, E)
         problems = compare(got, expected, dims, atol=1e-5, rtol=1e-5, mistakes=mistakes,
-                           what=f"embeddings ({case})")
+                           what=f"embeddings ({case})", promised=("E", E.dtype))
         if problems:
             report(f"embed_one_hot ({case})", problems)
     report("embed_one_hot", [])

@@ -14,10 +14,10 @@ from .core import (
     as_tensor,
     backward,
     call,
+    call_keeping,
     compare,
     fail,
     hide_positions,
-    output_problems,
     outputs,
     report,
     values_of,
@@ -107,7 +107,8 @@ def _targets() -> list[tuple[str, torch.Tensor]]:
     one = torch.tensor([[1, 4, 5, 6, 7, 8, 2]])
     two = torch.tensor([[1, 4, 5, 6, 7, 8, 2], [1, 4, 5, 8, 2, 0, 0]])
     three = torch.tensor([[1, 9, 2], [1, 2, 0], [1, 5, 2]])
-    return [("one sentence", one), ("a padded batch", two), ("three short targets", three)]
+    return [("one sentence", one), ("a padded batch", two), ("three short targets", three),
+            ("int32 ids", two.int())]
 
 
 def _same(got, wrong: torch.Tensor) -> bool:
@@ -130,7 +131,8 @@ def check_teacher_forcing_shift(fn: Callable) -> None:
         for i, (what, value, expected) in enumerate((("decoder input", got[0], dec_in), ("labels", got[1], labels))):
             # a known mistake is named only when the other half of the pair is the mistake's too
             mistakes = {hint: pair[i] for hint, pair in wrong_pairs.items() if _same(got[1 - i], pair[1 - i])}
-            problems = compare(value, expected, dims, dtype=tgt.dtype, mistakes=mistakes, what=what)
+            problems = compare(value, expected, dims, dtype=tgt.dtype, mistakes=mistakes, what=what,
+                               promised=("tgt", tgt.dtype))
             if problems:
                 report(f"teacher_forcing ({case})", problems)
     report("teacher_forcing", [])
@@ -211,8 +213,12 @@ def check_masked_attention(fn: Callable, seed: int = 0) -> None:
     for case, (q, k, v, mask) in _masked_attention_cases(seed):
         expected = scaled_dot_product_attention(q, k, v, mask)
         dims = ("batch", "T_q", "d_v") if q.dim() == 3 else ("batch", "heads", "T_q", "d_v")
-        got, problems = output_problems(fn, (q, k, v, mask), f"masked_attention ({case})", expected, dims,
-                                        outputs(MASKED_ATTENTION_MISTAKES, q, k, v, mask), f"output ({case})")
+        got = call_keeping(fn, (q, k, v, mask), f"masked_attention ({case})", ("q", "k", "v", "mask"),
+                        ["the caller uses {what} again; build new tensors (mask | empty, not mask |= empty)"])
+        if isinstance(got, tuple):
+            fail(f"✗ masked_attention ({case})", ["returned a tuple; return only the output tensor"])
+        problems = compare(got, expected, dims, mistakes=outputs(MASKED_ATTENTION_MISTAKES, q, k, v, mask),
+                           what=f"output ({case})")
         if problems and isinstance(got, torch.Tensor) and got.shape == expected.shape:
             problems += _nan_rows_hint(got.detach(), mask)
         if problems:

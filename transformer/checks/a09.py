@@ -11,7 +11,7 @@ from torch import nn
 
 from . import references
 from .answers import CountedCalls, as_ids
-from .core import Mistake, call, call_keeping, compare, fail, outputs, report, values_of
+from .core import Mistake, call, call_keeping, compare, fail, outputs, report, require_unchanged, values_of
 from .mistakes.a09 import GREEDY_MISTAKES, MASKED_CROSS_ENTROPY_MISTAKES, OUTPUT_HEAD_MISTAKES, Greedy
 
 __all__ = ["check_output_by_hand", "check_masked_cross_entropy", "check_greedy_decoding",
@@ -111,8 +111,8 @@ def check_masked_cross_entropy(fn: Callable) -> None:
     """``fn(logits (batch, seq, vocab), labels (batch, seq), pad_id)``: mean ``-log p(label)`` over non-pad labels."""
     __tracebackhide__ = True
     for case, logits, labels, pad_id in _loss_cases(0):
-        x, given = logits.clone().requires_grad_(True), labels.clone()
-        got = call_keeping(fn, (x, given, pad_id), f"masked_cross_entropy ({case})", {"labels": (given, labels)}, [
+        x = logits.clone().requires_grad_(True)
+        got = call_keeping(fn, (x, labels, pad_id), f"masked_cross_entropy ({case})", (None, "labels"), [
             "the labels of a batch come back in the next epoch, so {what} must stay as it was given",
             "Hint: read the labels, don't write into them: a boolean mask labels != pad_id selects the real ones."])
         expected = F.cross_entropy(logits.flatten(0, 1), labels.flatten(), ignore_index=pad_id)
@@ -146,9 +146,8 @@ def check_greedy_decoding(fn: Callable) -> None:
         counted = CountedCalls(model)
         given = list(prefix)
         got = call(fn, (counted, given, eos_id, max_new), f"greedy_decode ({case})")
-        if given != prefix:
-            fail(f"✗ greedy_decode ({case})", ["your function changed the prefix list it was given; "
-                                               "work on a copy, e.g. ids = list(prefix)"])
+        require_unchanged(f"greedy_decode ({case})", {"prefix": (given, prefix)},
+                          ["work on a copy of the list, e.g. ids = list(prefix)"])
         expected = torch.tensor(Greedy()(model, prefix, eos_id, max_new), dtype=torch.float64)
         new_tokens = len(expected) - len(prefix)
         wrong_ids = outputs(GREEDY_MISTAKES, model, prefix, eos_id, max_new)

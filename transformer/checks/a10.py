@@ -134,12 +134,12 @@ def _two_steps(step, start, src, tgt, pad_id, smoothing) -> tuple[torch.Tensor, 
     return torch.tensor(losses), torch.cat([p.detach().flatten() for p in model.parameters()])
 
 
-def _keeping_the_batch(fn: Callable, args: tuple, name: str, given: tuple, originals: tuple):
-    """``fn(*args)``, failing when it changed the batch ``given = (src, tgt)`` in place: it comes back next epoch."""
+def _keeping_the_batch(fn: Callable, args: tuple, name: str, names: tuple):
+    """``fn(*args)``, failing when it changed the batch (``names`` says which arguments are ``src`` and ``tgt``) in
+    place: it comes back next epoch."""
     __tracebackhide__ = True
-    return call_keeping(fn, args, name, {"src": (given[0], originals[0]), "tgt": (given[1], originals[1])},
-                        ["the same batch comes back in the next epoch, so {what} must stay as it was given",
-                         f"Hint: {CHANGED_BATCH_HINT}"])
+    return call_keeping(fn, args, name, names, ["the same batch comes back in the next epoch, so {what} must stay as "
+                                                "it was given", f"Hint: {CHANGED_BATCH_HINT}"])
 
 
 def check_train_step(fn: Callable, seed: int = 0) -> None:
@@ -150,10 +150,10 @@ def check_train_step(fn: Callable, seed: int = 0) -> None:
     start = references.translator(seed)
     student = copy.deepcopy(start)
     optimizer = torch.optim.Adam(student.parameters(), lr=0.01)
-    got, given = [], (src.clone(), tgt.clone())
+    got = []
     for i in range(2):
-        loss = _keeping_the_batch(fn, (student, optimizer, *given, pad_id, smoothing), f"train_step (step {i + 1})",
-                                  given, (src, tgt))
+        loss = _keeping_the_batch(fn, (student, optimizer, src, tgt, pad_id, smoothing), f"train_step (step {i + 1})",
+                                  (None, None, "src", "tgt"))
         if isinstance(loss, torch.Tensor):
             fail("✗ train_step", ["returned a tensor; return the loss as a Python float with loss.item()"])
         if as_number(loss) is None or not isinstance(loss, (int, float, np.number)):  # a number, not an array
@@ -264,8 +264,7 @@ def check_translator(cls: Callable, seed: int = 0) -> None:
     except (ValueError, AttributeError) as exc:
         fail("✗ Translator", [f"could not copy nn.Transformer's weights into encoder and decoder: {exc}",
                               "build them with Encoder(cfg) and Decoder(cfg)"])
-    given = (src.clone(), tgt.clone())
-    got = _keeping_the_batch(model, given, "Translator.forward(src, tgt)", given, (src, tgt))
+    got = _keeping_the_batch(model, (src, tgt), "Translator.forward(src, tgt)", ("src", "tgt"))
     expected = reference_logits(theirs, e_src, e_tgt, src, tgt)
     mistakes = outputs(TRANSLATOR_MISTAKES, cfg, theirs, e_src, e_tgt, src, tgt, run=_run)
     report("Translator", compare(got, expected, ("batch", "T_d", "vocab"), atol=1e-4, rtol=1e-4, mistakes=mistakes,

@@ -18,6 +18,7 @@ from ..masks import causal_padding_mask, padding_mask
 from ..sampling import sampling_distribution, top_k_filter
 from .core import as_tensor, call, compare, fail, outputs, report, require_unchanged
 from .mistakes.a11 import FAMILY_MASK_MISTAKES, MASKING_MISTAKES, PATCHIFY_MISTAKES, TOP_K_MISTAKES, TOP_P_MISTAKES
+from .rule import returns_words
 
 __all__ = ["check_top_k_filter", "check_top_p_probs", "check_mask_tokens", "check_patchify", "check_family_mask",
            "masking_problems", "masking_inputs"]
@@ -116,6 +117,8 @@ def _shape_problems(reply, ids) -> list[str]:
             return [f"{name}: expected the shape of ids {tuple(ids.shape)}, got {tuple(t.shape)}"]
         if t.is_floating_point() or t.dtype == torch.bool:
             return [f"{name}: expected integer token ids (torch.long), got dtype {t.dtype}"]
+        if t.dtype != ids.dtype:
+            return [f"{name}: {returns_words(t.dtype, ids.dtype, 'ids')}"]
     return []
 
 

@@ -103,7 +103,7 @@ def check_online_softmax_attention(fn: Callable, seed: int = 0) -> None:
         expected = F.scaled_dot_product_attention(q, k, v)
         dims = ("batch", "T_q", "d_v") if q.dim() == 3 else ("batch", "heads", "T_q", "d_v")
         problems = compare(got, expected, dims, mistakes=outputs(ONLINE_MISTAKES, *args), what=f"output ({case})",
-                           dtype=q.dtype if q.dtype == torch.float64 else None)
+                           promised=("q", q.dtype))
         if problems and "overflow" in case and isinstance(got, torch.Tensor) and not got.isfinite().all():
             problems.append("Hint: exp(100), about 2.7e43, overflows float32 (at most 3.4e38). Subtract the "
                             "running maximum before exp, so that every exponential is at most 1.")
@@ -209,7 +209,7 @@ def check_swiglu(fn: Callable, seed: int = 0) -> None:
         got = call(fn, (x, w1, w2, w3), f"swiglu ({case})")
         expected = (F.silu(x @ w1) * (x @ w3)) @ w2  # (batch, seq, d_model)
         problems = compare(got, expected, ("batch", "seq", "d_model"), mistakes=outputs(SWIGLU_MISTAKES, x, w1, w2, w3),
-                           what=f"swiglu ({case})", dtype=torch.float64 if dtype == torch.float64 else None)
+                           what=f"swiglu ({case})", promised=("x", x.dtype))
         if problems:
             report(f"swiglu ({case})", problems)
     report("swiglu", [])

@@ -13,7 +13,7 @@ import torch
 
 from ..induction import induction_scores, previous_token_scores
 from .answers import check_numbers_by_hand
-from .core import Mistake, call, compare, fail, outputs, report
+from .core import Mistake, call, call_keeping, compare, fail, outputs, report
 from .mistakes.a13 import DLA_MISTAKES, INDUCTION_MISTAKES, RESTORED_MISTAKES
 
 __all__ = ["check_scores_by_hand", "check_induction_score", "check_direct_logit_attribution",
@@ -92,8 +92,8 @@ def causal_patterns(g: torch.Generator, batch: int, heads: int, seq: int, dtype=
 
 
 def check_induction_score(fn: Callable, seed: int = 0) -> None:
-    """``fn(pattern, half)``: ``(batch, heads, 1 + 2 half, 1 + 2 half) -> (heads,)``, equal to the chapter's
-    :func:`~transformer.induction.induction_scores` (atol 1e-5, rtol 1e-4)."""
+    """``fn(pattern, half)``: ``(batch, heads, 1 + 2 half, 1 + 2 half) -> (heads,)`` in the dtype of ``pattern``, equal
+    to the chapter's :func:`~transformer.induction.induction_scores` (atol 1e-5, rtol 1e-4)."""
     __tracebackhide__ = True
     g = torch.Generator().manual_seed(seed)
     for case, (batch, heads, half), dtype in [("batch 2, 3 heads, half 4", (2, 3, 4), torch.float32),
@@ -103,7 +103,8 @@ def check_induction_score(fn: Callable, seed: int = 0) -> None:
         pattern = causal_patterns(g, batch, heads, 1 + 2 * half, dtype)
         got = call(fn, (pattern, half), f"induction_score ({case})")
         problems = compare(got, induction_scores(pattern, half), ("heads",),
-                           mistakes=outputs(INDUCTION_MISTAKES, pattern, half), what=f"induction_score ({case})")
+                           mistakes=outputs(INDUCTION_MISTAKES, pattern, half), what=f"induction_score ({case})",
+                           promised=("pattern", pattern.dtype))
         if problems:
             report(f"induction_score ({case})", problems)
     report("induction_score", [])
@@ -136,10 +137,11 @@ def _contributions(parts, gamma, w_u, answer, other, eps) -> torch.Tensor:
 
 def check_direct_logit_attribution(fn: Callable, seed: int = 0) -> None:
     """``fn(parts, gamma, W_U, answer, other, eps)``: ``(parts,)`` contributions to ``logit[answer] - logit[other]``
-    (atol 1e-5, rtol 1e-4)."""
+    (atol 1e-5, rtol 1e-4), ``parts``, ``gamma`` and ``W_U`` left as they were."""
     __tracebackhide__ = True
     for case, args in _dla_cases(seed):
-        got = call(fn, args, f"direct_logit_attribution ({case})")
+        got = call_keeping(fn, args, f"direct_logit_attribution ({case})", ("parts", "gamma", "W_U"),
+                        ["the caller uses {what} again; compute new tensors (parts - ..., not parts -= ...)"])
         problems = compare(got, _contributions(*args), ("parts",), mistakes=outputs(DLA_MISTAKES, *args),
                            what=f"direct_logit_attribution ({case})")
         if problems:
@@ -166,7 +168,7 @@ def _table_metric(table: torch.Tensor, counts: dict | None = None):
 
 def check_restored_fractions(fn: Callable, seed: int = 0) -> None:
     """``fn(patched_metric, clean, corrupted, n_layers, n_heads)``: ``(n_layers, n_heads)`` restored fractions of the
-    batch means, ``patched_metric`` called once per head (atol 1e-5, rtol 1e-4)."""
+    batch means in the dtype of ``clean``, ``patched_metric`` called once per head (atol 1e-5, rtol 1e-4)."""
     __tracebackhide__ = True
     g = torch.Generator().manual_seed(seed)
     for case, (n_layers, n_heads, batch), dtype in [("2 layers, 3 heads, 4 prompts", (2, 3, 4), torch.float32),
@@ -190,7 +192,7 @@ def check_restored_fractions(fn: Callable, seed: int = 0) -> None:
         expected = (table.mean(dim=-1) - corrupted.mean()) / (clean.mean() - corrupted.mean())
         args = (_table_metric(table), clean, corrupted, n_layers, n_heads)
         problems = compare(got, expected, ("n_layers", "n_heads"), mistakes=outputs(RESTORED_MISTAKES, *args),
-                           what=f"restored_fractions ({case})")
+                           what=f"restored_fractions ({case})", promised=("clean", clean.dtype))
         if problems:
             report(f"restored_fractions ({case})", problems)
     report("restored_fractions", [])

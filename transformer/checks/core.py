@@ -1,22 +1,20 @@
 """Immediate, layered feedback for the exercise notebooks.
 
-A check looks at a student's answer in a fixed order and stops at the first
-problem it finds:
+A check looks at a student's answer in a fixed order and stops at the first problem it finds:
 
-1. the code raised an exception;
+1. the code raised an exception, or changed an input the exercise's text says it does not change;
 2. the answer has the wrong type or shape (named dimension by dimension);
 3. the answer contains NaN or Inf;
 4. some values are wrong (how many, the first wrong index, the largest error);
-5. and if the wrong answer equals a known mistake, a hint that names it.
+5. and if the wrong answer equals a known mistake, a hint that names it;
+6. the values are right, in another dtype than the text promises.
 
-The known mistakes are data: each exercise has a list of :class:`Mistake`, each
-a named wrong answer (a wrong function or class with the student's signature, or
-a wrong value worked by hand) and its hint. A check runs every wrong answer on
-its own inputs, exactly as it runs the student's, and names the first one the
-student's answer equals.
+The known mistakes are data: each exercise has a list of :class:`Mistake`, each a named wrong answer (a wrong function
+or class with the student's signature, or a wrong value worked by hand) and its hint. A check runs every wrong answer
+on its own inputs, exactly as it runs the student's, and names the first one the student's answer equals.
 
-A check never prints the expected answer. When everything passes it says so,
-and reminds the student that hidden checks run at grading time.
+A check never prints the expected answer. When everything passes it says so, and reminds the student that hidden
+checks run at grading time.
 """
 
 from __future__ import annotations
@@ -31,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .rule import ATOL, RTOL, judge_values, number_kind
+from .rule import ATOL, RTOL, changed, judge_values, kept_words, number_kind, returns_words
 
 PASSED = "public checks passed; hidden checks run at grading"
 SMALL = 16  # answers with fewer values than this never show the size of an error
@@ -174,16 +172,18 @@ def named_shape(shape, dims: Sequence[str]) -> str:
 
 def compare(got, expected: torch.Tensor, dims: Sequence[str], atol: float = ATOL, rtol: float = RTOL,
             mistakes: dict[str, torch.Tensor] | None = None, what: str = "your answer",
-            dtype: torch.dtype | None = None) -> list[str]:
-    """Return the problems with ``got`` (empty when it equals ``expected`` within ``atol + rtol*|expected|``), by
-    the rule of :func:`judge_values`, in words for the student's own notebook."""
-    judged = judge_values(got, expected, atol, rtol, dtype)
+            dtype: torch.dtype | None = None, promised: tuple[str, torch.dtype] | None = None) -> list[str]:
+    """The problems with ``got`` (none when it equals ``expected`` within ``atol + rtol*|expected|``, in the dtype
+    ``promised = (input, its dtype)`` if the text promises one) by :func:`judge_values`, in the student's words."""
+    judged = judge_values(got, expected, atol, rtol, dtype, promised[1] if promised else None)
     t = judged.tensor
     if judged.problem == "type":
         if dtype is not None:
             return [f"{what}: expected a torch.Tensor of dtype {dtype}, got {type(got).__name__}"]
         return [f"{what}: expected a tensor (or array) of shape {named_shape(expected.shape, dims)}, "
                 f"got {type(got).__name__}"]
+    if promised and judged.problem in ("dtype", "kind", "promised dtype"):
+        return [f"{what}: {returns_words(t.dtype, promised[1], promised[0])}"]
     if judged.problem == "dtype":
         return [f"{what}: expected dtype {dtype}, got {t.dtype}"]
     if judged.problem == "kind":
@@ -257,23 +257,23 @@ def output_problems(fn: Callable, args: tuple, name: str, expected: torch.Tensor
     return got, compare(got, expected, dims, mistakes=mistakes, what=what)
 
 
-def require_unchanged(name: str, given: dict[str, tuple[torch.Tensor, torch.Tensor]], lines: Sequence[str]) -> None:
-    """Fail, with ``lines``, when the student's code changed an input in place: ``given[what] = (the tensor it
-    was given, a copy kept by the check)``."""
+def require_unchanged(name: str, given: dict[str, tuple[Any, Any]], lines: Sequence[str]) -> None:
+    """Fail, with ``lines``, when the student's code changed an input the text says it does not change:
+    ``given[what] = (the input it was given, a copy kept by the check)``."""
     __tracebackhide__ = True
     for what, (seen, original) in given.items():
-        if not torch.equal(seen, original):
-            fail(f"✗ {name} changed {what} in place", [line.format(what=what) for line in lines])
+        if changed(original, seen):
+            fail(f"✗ {name} {kept_words(what)}", [line.format(what=what) for line in lines])
 
 
-def call_keeping(fn: Callable, args: tuple, name: str, kept: dict[str, tuple[torch.Tensor, torch.Tensor]],
-                 lines: Sequence[str]):
-    """Call the student's function on ``args`` themselves, for an exercise that says not to change its inputs:
-    ``kept[what] = (the tensor in args, a copy)``. A change is reported first, even when the code also raised
-    (the change is often why)."""
+def call_keeping(fn: Callable, args: tuple, name: str, names: Sequence[str | None], lines: Sequence[str]):
+    """:func:`call` on :func:`own_copies` of ``args``, whose ``names`` (None: not named) the text says are not changed:
+    a change is reported first, even when the code also raised (the change is often why)."""
     __tracebackhide__ = True
+    given = own_copies(args)
+    kept = {what: (given[i], args[i]) for i, what in enumerate(names) if what}
     try:
-        out = call(fn, args, name, copies=False)
+        out = call(fn, given, name, copies=False)
     except CheckFailed:
         require_unchanged(name, kept, lines)
         raise

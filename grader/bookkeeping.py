@@ -16,7 +16,7 @@ class Book:
 
     def __init__(self, out: Path, assignment: str, db_url: str, unsafe: bool, seed: int, flagged: dict):
         self.out, self.assignment, self.db_url, self.unsafe, self.seed = out, assignment, db_url, unsafe, seed
-        self.flagged = flagged            # student -> flags (read statically, by the grader)
+        self.flagged = flagged            # student -> flags (read statically, then what the kernel recorded)
         self.sandboxes: dict = {}         # student -> what the sandbox stopped
         self.manual: dict = {}            # student -> grade_ids whose points were entered by hand
         self.notebooks: dict = {}         # student -> the notebook as it ran (for the similarity report)
@@ -25,7 +25,8 @@ class Book:
         """Steps 3-5 for a submission just graded: its result saved first, then gradebook and page."""
         record = {"student": sub.student, "file": report.clean(sub.file_name), "digest": sub.digest,
                   "seed": self.seed, "problems": result["problems"], "sandbox": result["sandbox"],
-                  "flags": self.flagged.get(sub.student, []), "verdicts": result["verdicts"]}
+                  "flags": [*self.flagged.get(sub.student, []), *result.get("flags", [])],
+                  "verdicts": result["verdicts"]}
         results.save(self.out / "results", sub.student, record, result["notebook"])
         self.keep(sub, {**record, "notebook": result["notebook"]})
 

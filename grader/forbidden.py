@@ -1,22 +1,25 @@
-"""Forbidden shortcuts and dynamic reaches, read statically from the cells a student wrote (never run).
+"""Forbidden shortcuts, and what the grader cannot check, read statically from the cells a student wrote (never run).
 
 Each hidden-test module declares ``FORBIDS = {grade_id: Forbid(function, names)}``, what its exercise's
 text forbids (``**Do not use:**``): dotted names of modules (``transformer``: the whole package) or callables.
 A callable stands for the same code by every name PyTorch gives it (``kernel_side.routes``: its ATen
-operator and overloads, its other bindings, its tensor method, the ``torch.nn`` classes and functions that
-call it). :func:`findings` resolves imports (``as`` too), aliases, attribute chains and ``getattr`` with a
-literal, and reads a method taken on anything else by its name (``x.repeat_interleave``); a use in an answer
-cell counts against its exercise, one in an added cell against every exercise that forbids it
-(``grader/reading.py`` reads the names). Names built at run time cannot be read: they are reported as dynamic
-reaches, for a person, and so is any way into the operator registry or the C bindings (``torch.ops``,
-``torch._C``) and any module's ``sys`` (``torch.sys.modules``).
+operators and overloads, the private operators that do its whole work, its other bindings, its tensor method, the
+``torch.nn`` classes and functions that call it). :func:`findings` resolves imports (``as`` too), aliases, attribute
+chains and ``getattr`` with a literal, each name in its scope, and reads a method taken on anything else by its name
+(``x.repeat_interleave``); a use in an answer cell counts against its exercise, one in an added cell against every
+exercise that forbids it (``grader/reading.py`` reads the names). The reading stops where a name is computed, so
+it does not chase the ways to compute one: whatever reaches an attribute by a computed name (``getattr`` in any use
+but a literal call, ``vars``, ``__dict__``, ``__getattribute__``, ``importlib``, ``eval``, PyTorch's tables of its
+functions, ...), whatever reaches PyTorch's internals (``torch.ops``, ``torch._C``, any private ``torch._`` name)
+and whatever switches off the kernel's recorder (``sys.setprofile``, PyTorch's mode stacks) is flagged by what it
+is, for a person (``grader/unchecked.py``).
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import importlib
+import pkgutil
 import sys
 from dataclasses import dataclass
 from types import ModuleType
@@ -24,19 +27,11 @@ from types import ModuleType
 from grader import limits
 from grader.hidden import Forbid, module_for
 from grader.kernel_side.routes import routes
-from grader.reading import bindings, index, literal_getattr, names_used, parse
+from grader.reading import bindings, index, names_used, parse
+from grader.unchecked import WHY, reaches
 from tools import nbmeta
 
 EXEMPT = ("transformer.checks",)  # the public checks: calling them is no shortcut
-DYNAMIC_MODULES = {"importlib", "pkgutil", "codecs", "runpy", "pydoc", "builtins", "ctypes", "gc", "inspect",
-                   "IPython", "ipykernel", "subprocess", "socket", "signal", "multiprocessing", "pickle", "marshal"}
-DYNAMIC_NAMES = {"sys.modules", "sys._getframe", "operator.attrgetter", "operator.methodcaller"}
-DYNAMIC_CALLS = {"__import__", "exec", "eval", "compile", "globals", "vars", "setattr", "delattr", "get_ipython",
-                 "breakpoint", "__builtins__"}
-DYNAMIC_ATTRS = {"__dict__", "__globals__", "__code__", "__builtins__", "__subclasses__", "__import__", "__loader__",
-                 "sys"}  # any module's sys is sys: torch.sys.modules, os.sys
-# Any operator or binding by name: torch's operator registry and its C bindings (also reached as F.torch._C).
-DYNAMIC_TORCH = ("torch.ops", "torch._ops", "torch._C", "torch._VF")
 _MISSING = object()
 
 
@@ -46,9 +41,9 @@ class Finding:
 
     grade_id: str | None
     function: str | None
-    name: str   # the forbidden name used, what reaches dynamically, or why the cell was not read
+    name: str   # the forbidden name used, what the grader cannot check, or why the cell was not read
     where: str  # "ex2_answer line 3"
-    kind: str = "uses"  # "uses", "dynamic" or "unread"
+    kind: str = "uses"  # "uses", "unread", or one of WHY: "dynamic", "internal", "recorder"
     used: str = ""      # the name as the cell resolves it, when it differs from ``name``
 
     @property
@@ -58,8 +53,8 @@ class Finding:
             used = f"{self.used} ({self.name})" if self.used and self.used != self.name else self.name
             used = f"the method {used}" if used.startswith(".") else used
             return f"{head}uses {used}, which this exercise forbids ({self.where})"
-        if self.kind == "dynamic":
-            return f"{head}{self.where}: reaches modules dynamically through {self.name}; read it"
+        if self.kind in WHY:
+            return f"{head}{self.where}: {WHY[self.kind].format(self.name)}; read it"
         return f"{head}{self.where}: {self.name}; read it"
 
 
@@ -118,49 +113,6 @@ def matches(used: str, name: str) -> bool:
     return not _under(used, EXEMPT) and _under(used, (name, *names))
 
 
-def _dynamic(dotted: str) -> str | None:
-    """What ``dotted`` reaches modules dynamically through (the key its reaches are told apart by), or None."""
-    parts = dotted.split(".")
-    if parts[0] in DYNAMIC_MODULES or _under(dotted, DYNAMIC_NAMES):
-        return parts[0]
-    if "sys" in parts[1:]:
-        return "sys"
-    gates = {id(o): g for g in DYNAMIC_TORCH if (o := _object(g)) is not _MISSING}
-    for i in range(1, len(parts) + 1):
-        prefix = ".".join(parts[:i])
-        if prefix in DYNAMIC_TORCH or id(_object(prefix)) in gates:
-            return gates.get(id(_object(prefix)), prefix)
-        if i > 1 and _object(prefix) is sys:
-            return "sys"
-    return None
-
-
-# ------------------------------------------------------------------ one cell
-
-
-def _reaches(nodes: list[ast.AST], used: dict[str, int], env: dict):
-    """(line, what) for every dynamic reach of the cell, one per module or builtin (the most specific)."""
-    hits: dict[str, tuple[int, str]] = {}
-
-    def hit(line: int, what: str, key: str) -> None:
-        if key not in hits or len(what) > len(hits[key][1]):
-            hits[key] = (line, what)
-
-    for dotted, line in used.items():
-        if not dotted.startswith(".") and (key := _dynamic(dotted)):
-            hit(line, dotted, key)
-    for node in nodes:
-        line = getattr(node, "lineno", 0)
-        if isinstance(node, ast.Name) and node.id in DYNAMIC_CALLS and node.id not in env:
-            hit(line, f"{node.id}()" if node.id != "__builtins__" else node.id, node.id)
-        elif isinstance(node, ast.Attribute) and node.attr in DYNAMIC_ATTRS:
-            hit(line, f".{node.attr}", node.attr)
-        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"
-              and "getattr" not in env and not literal_getattr(node)):
-            hit(line, "getattr with a computed name", "getattr")
-    return sorted(hits.values())
-
-
 def _student_cells(nb) -> list[tuple[str, str | None, str]]:
     """(where, grade_id, source) of every code cell the student wrote: an answer cell counts against the
     grade cell that follows it, an added cell (grade_id ``"*"``) against every exercise."""
@@ -182,12 +134,25 @@ def _student_cells(nb) -> list[tuple[str, str | None, str]]:
     return out + [(where, None, src) for where, src in waiting]
 
 
+@functools.lru_cache(maxsize=1)
+def _exempt_loaded() -> None:
+    """The public checks' modules imported (trusted code), so that what they import is known as what it is."""
+    for name in EXEMPT:
+        try:
+            package = importlib.import_module(name)
+            for info in pkgutil.iter_modules(package.__path__):
+                importlib.import_module(f"{name}.{info.name}")
+        except Exception:  # noqa: BLE001, S112 - what cannot be imported stays unknown, as before
+            continue
+
+
 def findings(nb, assignment: str | None = None, rules: dict[str, Forbid] | None = None) -> list[Finding]:
     """What to read in the student's cells of ``nb`` (the rebuilt notebook): forbidden uses first. ``rules``: the
     assignment's :func:`forbids`, when the caller has it already."""
     rules = forbids(assignment) if rules is None else rules
     for root in {n.split(".")[0] for f in rules.values() for n in f.names}:  # trusted packages: names -> objects
         importlib.import_module(root)
+    _exempt_loaded()
     try:
         return _findings(nb, rules)
     except Exception as exc:  # noqa: BLE001 - reading never stops a grading run
@@ -203,8 +168,7 @@ def _findings(nb, rules: dict[str, Forbid]) -> list[Finding]:
         left -= len(src) if len(src) <= min(left, limits.MAX_READ_CHARS) else 0
     locked = [c.source for c in nb.cells if c.cell_type == "code" and nbmeta.is_locked(c)]
     indexed = [index(t) if t else ([], {}) for t, _ in parsed]
-    env, stars = bindings([n for t in (parse(src)[0] for src in locked) if t for n in ast.walk(t)]
-                          + [n for nodes, _ in indexed for n in nodes])
+    names = bindings([index(t) for t in (parse(src)[0] for src in locked) if t] + [i for i in indexed if i[0]])
     uses, other, known = {}, [], {}
     for (where, gid, _), (tree, notes), (nodes, parents) in zip(cells, parsed, indexed, strict=True):
         counts = [g for g in rules if gid in ("*", g)]
@@ -215,7 +179,7 @@ def _findings(nb, rules: dict[str, Forbid]) -> list[Finding]:
         if tree is None:
             continue
         used: dict[str, int] = {}
-        for line, dotted in names_used(nodes, parents, env, stars):
+        for line, dotted in names_used(nodes, parents, names):
             used[dotted] = min(line, used.get(dotted, line))
         for dotted, line in used.items():
             for g in counts:
@@ -227,7 +191,7 @@ def _findings(nb, rules: dict[str, Forbid]) -> list[Finding]:
                         if key not in uses or (line, -len(dotted)) < uses[key][0]:  # first line, longest name
                             uses[key] = ((line, -len(dotted)), Finding(g, rules[g].function, name,
                                                                        f"{where} line {line}", used=dotted))
-        other += [Finding(owner, fn, what, f"{where} line {line}", "dynamic")
-                  for line, what in _reaches(nodes, used, env)]
+        other += [Finding(owner, fn, what, f"{where} line {line}", kind)
+                  for line, kind, what in reaches(nodes, parents, used)]
     return [f for _, f in uses.values()] + other
 

@@ -45,9 +45,10 @@ class Options:
 
 
 def run_one(assignment: str, text: str, seed: int, box: Path, timeout: float, budget: float,
-            max_points: dict[str, float], watch: dict, zero: dict) -> dict:
+            max_points: dict[str, float], watch: dict, zero: dict, forbidden: str = "flag") -> dict:
     """Steps 2 and 3 for one rebuilt notebook, in a worker: the run in a sandbox, each reply judged as it comes,
-    and the final verdicts (``zero``: grade_id -> findings that score it 0, ``--forbidden zero``)."""
+    and the final verdicts (``zero``: grade_id -> findings that score it 0; with ``forbidden`` "zero", what the
+    kernel recorded scores its exercise 0 too). ``flags``: what the kernel recorded, flagged as the reading's are."""
     import nbformat
     import torch
 
@@ -55,17 +56,32 @@ def run_one(assignment: str, text: str, seed: int, box: Path, timeout: float, bu
     sandbox.give(box / "out")  # to this process's sandbox uid
     run = grade_in_sandbox(nbformat.reads(text, as_version=4), assignment, seed, box, timeout, budget,
                            kernel_read_roots(sandbox.KERNEL_SIDE), max_points, watch)
+    recorded = kernel_findings(run.ran, run.off)
+    if forbidden == "zero":
+        zero = {g: [*zero.get(g, []), *recorded.get(g, [])] for g in {*zero, *recorded}}
     problems, judged = list(run.problems), dict(run.verdicts)
-    for gid, names in run.ran.items():
-        if names:
-            problems.append(f"{gid}: while the hidden tests ran, the kernel reported calls to {', '.join(names)}, "
-                            "which this exercise forbids (reported by your kernel)")
-    for gid, why in zero.items():
+    for gid, why in sorted(zero.items()):
         if gid in judged:
             judged[gid] = dataclasses.replace(judged[gid], points=0.0, failures=[*judged[gid].failures, *why])
             problems.append(f"{gid} scored 0: it uses what the exercise forbids (--forbidden zero; see flags)")
     return {"notebook": nbformat.writes(run.notebook), "problems": problems, "sandbox": run.sandbox,
-            "verdicts": judged}
+            "verdicts": judged, "flags": [t for g in sorted(recorded) for t in recorded[g]]}
+
+
+def kernel_findings(ran: dict, off: dict) -> dict[str, list[str]]:
+    """grade_id -> what the kernel recorded while its hidden tests ran, in the grader's words: the forbidden names it
+    saw run (only those the grader asked about) and the parts of its recorder it found off (only ``OFF``'s words)."""
+    out: dict[str, list[str]] = {}
+    for gid in sorted({*ran, *off}):
+        if ran.get(gid):
+            out.setdefault(gid, []).append(f"{gid}: while the hidden tests ran, the kernel recorded calls to "
+                                           f"{', '.join(ran[gid])}, which this exercise forbids (reported by the "
+                                           "kernel); read it")
+        if off.get(gid):
+            out.setdefault(gid, []).append(f"{gid}: while the hidden tests ran, the kernel found its recorder of "
+                                           f"forbidden calls off ({', '.join(off[gid])}), which the grader cannot "
+                                           "check (reported by the kernel); read it")
+    return out
 
 
 def _refusal(assignment: str, submissions: Path, opts: Options) -> str | None:
@@ -170,7 +186,7 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
     book = Book(out, assignment, db_url, unsafe, seed, flagged)
     try:
         _run_all(assignment, ready, book, progress, jobs, {g: tuple(f.names) for g, f in rules.items()}, seed=seed,
-                 timeout=timeout, budget=budget, max_points=max_points, zeroed=zeroed)
+                 timeout=timeout, budget=budget, max_points=max_points, zeroed=zeroed, forbidden=opts.forbidden)
     finally:
         progress.close()
     run_info.update(graded_s=round(progress.elapsed(), 1), estimate_error=progress.estimate_errors())

@@ -43,6 +43,7 @@ class Run:
     notebook: nbformat.NotebookNode
     verdicts: dict = field(default_factory=dict)       # grade_id -> Verdict
     ran: dict = field(default_factory=dict)            # grade_id -> forbidden names the kernel reported
+    off: dict = field(default_factory=dict)            # grade_id -> what of its recorder the kernel found off
     problems: list[str] = field(default_factory=list)
     sandbox: list[str] = field(default_factory=list)
 
@@ -71,10 +72,12 @@ def _in_kernel(source: str, **names) -> str:
 
 
 def setup_code(box: Path, read_roots: tuple) -> str:
-    """Runs before the student's first cell: the monitor installed."""
-    source = (f"from kernel_side import monitor\n"  # importable: the sandbox's PYTHONPATH (grader/sandbox.py)
+    """Runs before the student's first cell: the monitor installed, the forbidden-call recorder's hooks kept as they
+    are before any of the student's code (and the folders of library code it tells the student's frames from)."""
+    source = (f"from kernel_side import forbidden_calls, monitor\n"  # the sandbox's PYTHONPATH (grader/sandbox.py)
               f"monitor.install({str(box)!r}, {tuple(read_roots)!r}, {str(ROOT)!r}, {HOME!r}, "
-              f"{limits.MAX_KERNEL_EVENTS!r})")
+              f"{limits.MAX_KERNEL_EVENTS!r})\n"
+              f"forbidden_calls.prepare({tuple(read_roots)!r})")
     return _in_kernel(source)
 
 
@@ -207,15 +210,16 @@ def ask(kernel: Kernel, box: Path, cases: dict, max_points: dict, watch: dict, t
                           watch=repr(tuple(watch.get(gid, ()))), sizes=repr(KERNEL_SIZES))
         limit = clock.cap(timeout)
         result = kernel.execute(code, limit, max_chars=0)
-        seen: set = set()
+        seen, off = set(), set()
         for i, case in enumerate(group):
             reply = replies.read_reply(box, f"out/{gid}/{i}", tuple(watch.get(gid, ())))
             if reply.kind == "missing" and result.status == "timeout":
                 reply = replies.Reply("missing", "the hidden tests ran out of time")
             problems.append(verdicts.problem_of(case, reply.kind, reply.value))
             seen.update(reply.ran)
+            off.update(reply.off)
         run.verdicts[gid] = verdicts.judge_cell(group, problems, max_points[gid])
-        run.ran[gid] = sorted(seen)
+        run.ran[gid], run.off[gid] = sorted(seen), sorted(off)
         shutil.rmtree(box / "out" / gid, ignore_errors=True)  # the next cell's replies get the room
         if result.oversized:
             run.note(f"{gid}: during the hidden tests the kernel {OVERSIZED}")

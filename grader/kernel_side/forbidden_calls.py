@@ -1,23 +1,28 @@
 """Which forbidden callables ran while a probe called the student's function (runs in the kernel).
 
-``with recording(names) as ran: fn(*args)`` fills ``ran`` with the forbidden names (as given) whose code
-ran during the call: C functions by identity (``sys.setprofile``'s ``c_call`` events: what
-``F.scaled_dot_product_attention`` is), tensor methods by name on a tensor, operators of ``torch.ops`` by
-their C function, Python functions and classes by their code, modules by the module of each Python frame
-(``transformer``, but not the frames of ``transformer.checks``). A name is watched under its routes
-(``routes.py``) but the callers (whose code need not reach it): ``torch.ops.aten.layer_norm.default`` or
-``torch.native_layer_norm`` reports ``torch.nn.functional.layer_norm``.
-Only calls made on the student's behalf count: walking up from the call, a frame of the student's
-notebook (``__main__``) comes before any frame of the probe's own code (this folder), which may build
-references of its own. The student's code runs in the same process and can switch the profiler off
-or forge the list: the report informs, never decides. Standard library and torch only.
+``with recording(names) as ran: fn(*args)`` fills ``ran`` with the forbidden names (as given) whose code ran
+during the call, seen three ways at once: Python's profile hook (``c_call`` events: a C function by identity, a
+tensor method by name on a tensor; ``call`` events: a Python function or class by its code, a module by the module
+of each frame: ``transformer``, but not the frames of ``transformer.checks``), and PyTorch's own entry points, a
+``TorchFunctionMode`` (every call of PyTorch's API, however it is made: from ``map``, ``functools.partial`` or other
+C code, which makes no profile event) and a ``TorchDispatchMode`` (every ATen operator that runs, whatever called
+it: ``torch._native_multi_head_attention``). A name is watched under its routes (``routes.py``) but the callers
+(whose code need not reach it): ``torch.ops.aten.layer_norm.default`` or ``torch.native_layer_norm`` reports
+``torch.nn.functional.layer_norm``.
+Only calls made on the student's behalf count: walking up from the call past library code (the environment, the
+package), the student's code comes before the probe's own (this folder), which may build references of its own.
+``ran.off`` says what of the recorder was found switched off or replaced after the call (``OFF``). The student's
+code runs in the same process and can hide from any recorder inside it, or forge the report: the grader flags what
+it reports, for a person, and never scores it. Standard library and torch only.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import os
 import sys
+import sysconfig
 import threading
 import types
 from contextlib import contextmanager
@@ -25,18 +30,55 @@ from contextlib import contextmanager
 from .routes import resolve, routes, under
 
 EXEMPT = ("transformer.checks",)  # the public checks are no shortcut
-HERE = os.path.dirname(os.path.abspath(__file__))  # the grader's kernel-side code: the probes' own calls
+HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the grader's kernel-side code: the probes' own calls
+PASSING = ("__torch_function__", "__torch_dispatch__")  # the modes' frames here: calls pass through them
+OFF = ("profile", "function mode", "dispatch mode", "replaced")  # what a reply's "off" may say, and nothing else
+_GENUINE: dict = {}  # the hooks' functions as they were before the student's first cell (``prepare``)
+_LIBRARY: list = []  # folders of code that is neither the student's nor the probes'
+
+
+def prepare(library) -> None:
+    """Before the student's first cell: keep the folders of library code (``library``: the environment, the package)
+    and the genuine functions of the recorder's hooks, which a cell may replace later (PyTorch imported now)."""
+    _LIBRARY[:] = [os.path.join(str(p), "") for p in library]
+    torch = importlib.import_module("torch")
+    importlib.import_module("torch.utils._python_dispatch")
+    _GENUINE.clear()
+    _GENUINE.update(_hooks(torch))
+
+
+def _hooks(torch) -> dict:
+    """The functions and classes the recorder relies on, by name (``replaced`` when one is no longer the same)."""
+    c, dispatch = torch._C, sys.modules["torch.utils._python_dispatch"]
+    return {"sys.setprofile": sys.setprofile, "sys.getprofile": sys.getprofile, "sys.settrace": sys.settrace,
+            "threading.setprofile": threading.setprofile, "function_mode": torch.overrides.TorchFunctionMode,
+            "dispatch_mode": dispatch.TorchDispatchMode, **{n: getattr(c, n) for n in (
+                "_push_on_torch_function_stack", "_pop_torch_function_stack", "_len_torch_function_stack",
+                "_get_function_stack_at", "_push_on_torch_dispatch_stack", "_pop_torch_dispatch_stack",
+                "_len_torch_dispatch_stack", "_get_dispatch_stack_at")}}
+
+
+def _library() -> tuple:
+    if not _LIBRARY:  # not prepared (outside a graded kernel): the standard library and the environment
+        paths = sysconfig.get_paths()
+        _LIBRARY.extend({os.path.join(p, "") for k, p in paths.items() if k.endswith(("stdlib", "lib"))})
+    return tuple(_LIBRARY)
 
 
 def _students(frame) -> bool:
-    """Whether the call made from ``frame`` was made for the student's code (not for a probe's own work)."""
+    """Whether the call made from ``frame`` was made for the student's code (not for a probe's own work): walking up
+    past library code (and the modes' handlers), a frame of the student's (any module name) comes before one of this
+    folder; or, in a thread the student's code started (whose frames are all the library's), there is none."""
+    library = _library()
     while frame is not None:
-        if frame.f_globals.get("__name__") == "__main__":
+        file = frame.f_code.co_filename
+        if file.startswith(HERE):
+            if frame.f_code.co_name not in PASSING:
+                return False
+        elif not file.startswith(library) and not file.startswith("<frozen "):
             return True
-        if frame.f_code.co_filename.startswith(HERE):
-            return False
         frame = frame.f_back
-    return False
+    return threading.current_thread() is not threading.main_thread()  # a thread started while a probe ran
 
 
 def _codes(obj) -> list:
@@ -59,11 +101,19 @@ def _c_function(obj):
     return obj if obj is not None and not inspect.isclass(obj) and not _codes(obj) and callable(obj) else None
 
 
-def targets(names) -> tuple[dict, dict, list, dict]:
+def _operator(obj) -> str | None:
+    """The registry's name of the ATen operator ``obj`` is (``aten::layer_norm``), if it is one of ``torch.ops``."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(obj, torch._ops.OpOverload):
+        return obj._schema.name
+    return obj._qualified_op_name if torch is not None and isinstance(obj, torch._ops.OpOverloadPacket) else None
+
+
+def targets(names) -> tuple[dict, dict, list, dict, dict]:
     """What to watch for the forbidden ``names``, each under all its routes (:func:`routes`, without the callers,
     whose code may not reach it): (id -> (C function, [names]), code -> [names], [(module name, name)],
-    tensor method name -> [names])."""
-    c_functions, codes, modules, methods = {}, {}, [], {}
+    tensor method name -> [names], ATen operator name -> [names])."""
+    c_functions, codes, modules, methods, operators = {}, {}, [], {}, {}
     for name in names:
         obj = resolve(name)
         if inspect.ismodule(obj):
@@ -74,6 +124,8 @@ def targets(names) -> tuple[dict, dict, list, dict]:
         except Exception:  # noqa: BLE001 - a torch the student's code broke: the name alone is watched
             others = []
         for what in [obj, *others] if obj is not None else []:
+            if (op := _operator(what)) is not None:
+                operators.setdefault(op, []).append(name)
             if isinstance(what, types.MethodDescriptorType):
                 methods.setdefault(what.__name__, []).append(name)
             elif (c := _c_function(what)) is not None:
@@ -81,20 +133,71 @@ def targets(names) -> tuple[dict, dict, list, dict]:
             else:
                 for code in _codes(what):
                     codes.setdefault(code, []).append(name)
-    return c_functions, codes, modules, methods
+    return c_functions, codes, modules, methods, operators
+
+
+class Record(list):
+    """The forbidden names that ran, in order, once each; ``off``: what of the recorder was found off (``OFF``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.off: list[str] = []
+
+    def hit(self, found) -> None:
+        self.extend(n for n in dict.fromkeys(found) if n not in self)
+
+
+def _modes(torch, record: Record, c_functions: dict, codes: dict, methods: dict, operators: dict):
+    """A function mode and a dispatch mode that record what they see on the student's behalf."""
+    hooks = _GENUINE or _hooks(torch)
+
+    class Calls(hooks["function_mode"]):
+        def __torch_function__(self, func, classes, args=(), kwargs=None):
+            entry = c_functions.get(id(func))
+            found = entry[1] if entry is not None and entry[0] is func else codes.get(getattr(func, "__code__", None))
+            if found is None and isinstance(func, types.MethodDescriptorType):
+                found = methods.get(func.__name__)
+            if found and _students(sys._getframe(1)):
+                record.hit(found)
+            return func(*args, **(kwargs or {}))
+
+    class Operators(hooks["dispatch_mode"]):
+        def __torch_dispatch__(self, func, classes, args=(), kwargs=None):
+            found = operators.get(getattr(getattr(func, "_schema", None), "name", None))
+            if found and _students(sys._getframe(1)):
+                record.hit(found)
+            return func(*args, **(kwargs or {}))
+
+    return Calls(), Operators()
+
+
+def _on_top(hooks: dict, kind: str, mode) -> bool:
+    """Whether ``mode`` is the top of PyTorch's ``kind`` ("function" or "dispatch") mode stack."""
+    size = hooks[f"_len_torch_{kind}_stack"]()
+    return size > 0 and hooks[f"_get_{kind}_stack_at"](size - 1) is mode
+
+
+def _leave(hooks: dict, kind: str, mode) -> None:
+    """``mode`` off its stack: by its own ``__exit__`` when it is on top, else with what a cell left above it."""
+    if _on_top(hooks, kind, mode):
+        mode.__exit__(None, None, None)
+        return
+    size = hooks[f"_len_torch_{kind}_stack"]()
+    below = [i for i in range(size) if hooks[f"_get_{kind}_stack_at"](i) is mode]
+    for _ in range(size - below[0] if below else 0):
+        hooks[f"_pop_torch_{kind}_stack"](*([None] if kind == "dispatch" else []))
 
 
 @contextmanager
 def recording(names):
-    """Record (into the list it yields) which of ``names`` ran inside the ``with`` block, in order, once each."""
-    c_functions, codes, modules, methods = targets(names)
-    tensor = sys.modules["torch"]._C.TensorBase if methods else None
-    ran: list[str] = []
-
-    def hit(found) -> None:
-        for name in found:
-            if name not in ran:
-                ran.append(name)
+    """Record (into the :class:`Record` it yields) which of ``names`` ran inside the ``with`` block."""
+    c_functions, codes, modules, methods, operators = targets(names)
+    torch = sys.modules["torch"]
+    tensor = torch._C.TensorBase if methods else None
+    record = Record()
+    hooks = _GENUINE or _hooks(torch)
+    if any(v is not hooks[k] for k, v in _hooks(torch).items()):
+        record.off.append("replaced")
 
     def profile(frame, event, arg):
         if event == "c_call":
@@ -103,7 +206,7 @@ def recording(names):
             if found is None and tensor is not None and isinstance(getattr(arg, "__self__", None), tensor):
                 found = methods.get(getattr(arg, "__name__", None))  # a tensor's method, bound for the call
             if found and _students(frame):
-                hit(found)
+                record.hit(found)
         elif event == "call":
             found = codes.get(frame.f_code)
             if found is None and modules:
@@ -111,13 +214,22 @@ def recording(names):
                 if isinstance(module, str) and not under(module, EXEMPT):
                     found = [n for m, n in modules if under(module, (m,))][:1]
             if found and _students(frame.f_back):
-                hit(found)
+                record.hit(found)
 
-    before, before_threads = sys.getprofile(), threading.getprofile()
-    threading.setprofile(profile)
-    sys.setprofile(profile)
+    calls, ops = _modes(torch, record, c_functions, codes, methods, operators)
+    before, before_threads = hooks["sys.getprofile"](), threading.getprofile()
+    hooks["threading.setprofile"](profile)
+    hooks["sys.setprofile"](profile)
+    calls.__enter__()
+    ops.__enter__()
     try:
-        yield ran
+        yield record
     finally:
-        sys.setprofile(before)
-        threading.setprofile(before_threads)
+        record.off += [w for w, ok in (("dispatch mode", _on_top(hooks, "dispatch", ops)),
+                                       ("function mode", _on_top(hooks, "function", calls)),
+                                       ("profile", hooks["sys.getprofile"]() is profile)) if not ok]
+        _leave(hooks, "dispatch", ops)
+        _leave(hooks, "function", calls)
+        hooks["sys.setprofile"](before)
+        hooks["threading.setprofile"](before_threads)
+        record.off[:] = [w for w in OFF if w in record.off]

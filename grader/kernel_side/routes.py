@@ -1,7 +1,8 @@
 """The other names of the same code: :func:`routes` derives, from PyTorch itself, every entry point of what a
-forbidden dotted name stands for (its ATen operators and their bindings, the wrappers and ``torch.nn`` classes
-whose code calls them). The kernel's recorder (``forbidden_calls``) watches a forbidden name under its routes, and
-the grader's static reading (``grader/forbidden.py``) finds it by any of them. Standard library and torch only.
+forbidden dotted name stands for (its ATen operators and their bindings, the private operators that do a caller's
+whole work, the wrappers and ``torch.nn`` classes whose code calls them). The kernel's recorder
+(``forbidden_calls``) watches a forbidden name under its routes, and the grader's static reading
+(``grader/forbidden.py``) finds it by any of them. Standard library and torch only.
 """
 
 from __future__ import annotations
@@ -21,13 +22,21 @@ BINDINGS = ("torch", "torch._C._VariableFunctions", "torch._C._nn", "torch._C._s
 ALIASES = {"special_": "torch.special", "linalg_": "torch.linalg", "fft_": "torch.fft"}  # torch.special.softmax
 WRAPPERS = ("torch.nn.functional", "torch.nn.modules", "torch.functional")  # Python wrappers whose returns are read
 # What cannot be derived: operators that do another one's whole work, tied to it neither by the registry (no edge
-# from an operator to the kernels its C++ calls) nor by their names.
+# from an operator to the kernels its C++ calls), nor by their names, nor by a caller that returns their result
+# (``nn.MultiheadAttention`` returns ``_native_multi_head_attention``'s: that one is derived).
 IMPLEMENTED_BY = {
     # the backends scaled_dot_product_attention chooses among in C++ at run time (_fused_sdp_choice)
     "scaled_dot_product_attention": (
         "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_for_cpu",
         "_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention",
-        "_scaled_dot_product_fused_attention_overrideable"),
+        "_scaled_dot_product_fused_attention_overrideable",
+        # and the kernels those backends call on a GPU, and PyTorch's experimental Triton ones (no CPU kernel: they
+        # cannot run here, but they are the same work); tests/test_forbidden_recorder.py walks the registry for more
+        "_flash_attention_forward", "_flash_attention_forward_no_dropout_inplace", "_efficient_attention_forward",
+        "_cudnn_attention_forward", "_triton_scaled_dot_attention", "_triton_multi_head_attention",
+        # and the choice it makes first, whatever the backend: the math one runs as its pieces (matmul, softmax),
+        # which a dispatch mode sees only as those, so this is how it sees that one run
+        "_fused_sdp_choice"),
     "nll_loss_nd": ("nll_loss", "nll_loss2d"),  # chosen by the input's rank in C++
     # a qualifier before the name (the rule below would take _log_softmax, which is not a softmax, along with them)
     "softmax": ("_safe_softmax", "_masked_softmax", "_sparse_softmax"),
@@ -38,11 +47,13 @@ def routes(name: str, callers: bool = True) -> dict:
     """Every other entry point of the code that the dotted ``name`` (a torch callable) stands for, dotted name ->
     object: the ATen operators it is (its own, or the one a Python wrapper or a module's ``forward`` returns:
     ``F.layer_norm`` -> ``layer_norm``), each with its in-place form, its ``native_``, ``_``-prefixed and
-    ``_forward`` implementations and ``IMPLEMENTED_BY``; every binding of those (``torch``, ``torch._C._nn``,
-    ``torch._C._VariableFunctions``, ``torch._VF``, the tensor method, ``torch.ops.aten.<op>`` and each overload);
-    with ``callers``, the functions of ``torch.nn.functional`` and the ``torch.nn`` classes whose code calls any
-    of these (``nn.LayerNorm``; ``nn.MultiheadAttention`` through ``F.multi_head_attention_forward``). Nothing
-    for a module or for what is not PyTorch's."""
+    ``_forward`` implementations and ``IMPLEMENTED_BY``, and the private operators whose result a caller (below)
+    returns as it is, which do that caller's whole work (its fused fast path: ``_native_multi_head_attention`` of
+    ``nn.MultiheadAttention``, ``_transformer_encoder_layer_fwd`` of ``nn.TransformerEncoderLayer``); every binding
+    of those (``torch``, ``torch._C._nn``, ``torch._C._VariableFunctions``, ``torch._VF``, the tensor method,
+    ``torch.ops.aten.<op>`` and each overload); with ``callers``, the functions of ``torch.nn.functional`` and the
+    ``torch.nn`` classes whose code calls any of these (``nn.LayerNorm``; ``nn.MultiheadAttention`` through
+    ``F.multi_head_attention_forward``). Nothing for a module or for what is not PyTorch's."""
     return dict(_routes(name, callers))
 
 
@@ -52,11 +63,17 @@ def _routes(name: str, callers: bool) -> tuple:
     torch = sys.modules.get("torch")
     if torch is None or obj is None or inspect.ismodule(obj) or not _torchs(obj):
         return ()
-    found: dict = {}
-    for op in sorted({f for own in _ops(obj) for f in _family(own)}):
-        found.update(_bindings(op))
+    found, ops, done = {}, {f for own in _ops(obj) for f in _family(own)}, set()
+    while True:  # the fast paths of its callers are its routes, and their callers' fast paths in turn
+        for op in sorted(ops - done):
+            found.update(_bindings(op))
+        done |= ops
+        called = _callers([obj, *found.values()])
+        ops |= {f for caller in called.values() for op in _ops(caller) if op.startswith("_") for f in _family(op)}
+        if ops <= done:
+            break
     if callers:
-        found.update(_callers([obj, *found.values()]))
+        found.update(called)
     found.pop(name, None)
     return tuple(found.items())
 
@@ -217,17 +234,24 @@ def _bindings(op: str) -> dict:
 @functools.lru_cache(maxsize=1)
 def _library() -> tuple:
     """(dotted name, object, the calls of its code: (object or None, method name or None)) for every function of
-    ``torch.nn.functional`` and every ``torch.nn`` module class (its ``forward``)."""
+    ``torch.nn.functional`` and every ``torch.nn`` module class (its methods, inherited ones too, but
+    ``nn.Module``'s: ``TransformerEncoderLayer`` makes and calls a ``MultiheadAttention``)."""
     torch = sys.modules["torch"]
     found = []
     for space, kind in ((torch.nn.functional, inspect.isfunction), (torch.nn, inspect.isclass)):
         for key, obj in sorted(vars(space).items()):
-            code = getattr(obj, "forward", None) if kind is inspect.isclass else obj
-            if kind(obj) and inspect.isfunction(code) and under(code.__module__ or "", WRAPPERS):
-                node = _definition(code)
+            if not kind(obj):
+                continue
+            codes = [obj] if kind is inspect.isfunction else [  # a class: its own and inherited methods
+                getattr(m, "__func__", m) for c in obj.__mro__ if c is not torch.nn.Module for m in vars(c).values()]
+            calls = []
+            for code in codes:
+                node = _definition(code) if inspect.isfunction(code) and under(code.__module__ or "", WRAPPERS) \
+                    else None
                 local = _locals(node) if node is not None else set()
-                calls = [] if node is None else [_callee(n.func, code.__globals__, local)[:2]
-                                                 for n in ast.walk(node) if isinstance(n, ast.Call)]
+                calls += [] if node is None else [_callee(n.func, code.__globals__, local)[:2]
+                                                  for n in ast.walk(node) if isinstance(n, ast.Call)]
+            if calls:
                 found.append((f"{space.__name__}.{key}", obj, tuple(calls)))
     return tuple(found)
 

@@ -14,7 +14,7 @@ export PYTHONHASHSEED := 0
 # a run's dozen pytest processes instead of 8 cached). The grader's sandboxes set their own environment.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: help env system bytecode book lint test test-fast nbval notebooks exercises lab grade gradebook bench pretrained clean
+.PHONY: help env system bytecode book lint test test-fast nbval notebooks exercises lab grade manual gradebook bench pretrained clean
 
 help:
 	@echo "make book    create $(VENV), build the HTML book, print where it is"
@@ -24,6 +24,7 @@ help:
 	@echo "make lab     open JupyterLab here: the chapters in notebooks/, the exercises in exercises/"
 	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder or zip> [JOBS=n] [OPTIONS=...]   grade a class, each in a sandbox"
 	@echo "           (OPTIONS: --only NAME.., --resume, --export canvas|moodle FILE, --quiet; python -m grader --help)"
+	@echo "make manual ASSIGNMENT=<id> STUDENT=<id> CELL=<cell> POINTS=<n|clear>   points given by hand"
 	@echo "make gradebook   join every graded assignment in grading/ per student: grading/course.csv and course.html"
 	@echo "make bench   time the package against PyTorch; writes _build/bench/results.json"
 	@echo "make notebooks   re-execute the chapters and store their outputs (authors only)"
@@ -113,6 +114,13 @@ grade: $(ENV_STAMP) $(ASSETS_STAMP) system
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }
 	$(PY) -m grader "$(ASSIGNMENT)" "$(SUBMISSIONS)" $(if $(JOBS),--jobs "$(JOBS)") $(OPTIONS)
+
+# Points given by hand (python -m grader.manual, in the project's environment): grades.csv, the page and the
+# platform's file follow at once.
+MANUAL_USAGE := usage: make manual ASSIGNMENT=<id> STUDENT=<id> CELL=<grade cell> POINTS=<number or clear>
+manual: $(ENV_STAMP)
+	@test -n "$(ASSIGNMENT)" -a -n "$(STUDENT)" -a -n "$(CELL)" -a -n "$(POINTS)" || { echo "$(MANUAL_USAGE)"; exit 2; }
+	$(PY) -m grader.manual "$(ASSIGNMENT)" "$(STUDENT)" "$(CELL)" "$(POINTS)"
 
 # The term at a glance, from every grading/<id>/ that holds a gradebook (see book/instructors.md).
 gradebook: $(ENV_STAMP)

@@ -8,6 +8,7 @@ cells it fills; :func:`check` tries it before anything is graded. :func:`bundle_
 
 from __future__ import annotations
 
+import csv
 import html
 import os
 import re
@@ -18,7 +19,7 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from grader.report import clean
+from grader.report import clean, summary_line
 from grader.student_ids import SAFE_ID, ascii_name
 
 CANVAS_ASSIGNMENT = re.compile(r"^(?P<title>.*?)\s*\((?P<id>\d+)\)\s*$")
@@ -49,6 +50,27 @@ def export(kind: str, platform_file: Path, rows: list[dict], assignment: str, ou
               for r in done["without_match"]]
     done["unmatched"].write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return done
+
+
+def again(out: Path, assignment: str, settings: dict | None, max_points: dict[str, float]) -> str:
+    """After points given by hand: the platform's file and the feedback bundles written again from ``grades.csv``,
+    with the run's ``--export`` ``settings`` (``run.json``). Returns what was done, in a line."""
+    if not settings:
+        return "no platform file to fill again (the run had no --export)"
+    platform_file = Path(settings["file"])
+    if not platform_file.is_file():
+        return (f"{platform_file} is gone: {settings['kind']}_import.csv still has the old points; run the "
+                f"grader again with --only and --export to write it")
+    with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    for row in rows:
+        if row["status"] == "graded":
+            row["summary"] = summary_line(row["score"], row, max_points)
+    done = export(settings["kind"], platform_file, rows, assignment, out, settings.get("column"))
+    bundle_feedback(out, rows)
+    if settings["kind"] == "moodle":
+        moodle_feedback_files(out, rows)
+    return f"{done['import'].name} and the feedback bundles written again"
 
 
 def check(kind: str, platform_file: Path, assignment: str, column: str | None = None) -> None:

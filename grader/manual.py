@@ -2,7 +2,9 @@
 
 The points are nbgrader's manual score of that cell in the run's gradebook (``grading/<id>/_nbgrader/``), so they
 stay through every regrade (``--only``, ``--resume`` or a whole new run) until cleared. The student's row of
-``grades.csv`` and feedback page are updated at once from the saved result.
+``grades.csv`` and feedback page are updated at once from the saved result, and so are the platform's import file
+and the feedback bundles when the run wrote them (``--export``). ``make manual`` runs it in the project's
+environment.
 """
 
 from __future__ import annotations
@@ -12,13 +14,14 @@ import csv
 import sys
 from pathlib import Path
 
-from grader import gradebook, report, results
+from grader import export, gradebook, report, results
 from grader.bookkeeping import write_page
 from tools.paths import ROOT
 
 
-def give(out: Path, assignment: str, student: str, cell: str, points: float | None) -> gradebook.Recorded:
-    """Set (or, with None, clear) ``student``'s manual points for ``cell``; ``grades.csv`` and the page follow."""
+def give(out: Path, assignment: str, student: str, cell: str, points: float | None) -> tuple[gradebook.Recorded, str]:
+    """Set (or, with None, clear) ``student``'s manual points for ``cell``; ``grades.csv``, the page and the
+    platform's file follow. Returns the gradebook's record and what was done with the platform's file."""
     import nbformat
 
     db = out / "_nbgrader" / "gradebook.db"
@@ -31,7 +34,7 @@ def give(out: Path, assignment: str, student: str, cell: str, points: float | No
     if saved is not None:  # the page as the run made it (unsandboxed, if the run was), with the new points
         write_page(out, assignment, student, nbformat.reads(saved["notebook"], as_version=4), saved["verdicts"],
                    saved["problems"], saved.get("flags", []), held, sandboxed=run.get("sandboxed", True))
-    return held
+    return held, export.again(out, assignment, run.get("export"), held.max_points)
 
 
 def _update_row(path: Path, student: str, held: gradebook.Recorded) -> None:
@@ -61,12 +64,12 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         p.error(f"points: expected a number or 'clear', got {args.points!r}")
     try:
-        held = give(args.out.resolve() / args.assignment, args.assignment, args.student, args.cell, points)
+        held, exported = give(args.out.resolve() / args.assignment, args.assignment, args.student, args.cell, points)
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
     print(report.clean(f"{args.student}: {args.cell} now {held.points[args.cell]:g}; score {held.score:g}; "
-                       f"entered by hand: {', '.join(held.manual) or 'none'}"))
+                       f"entered by hand: {', '.join(held.manual) or 'none'}; {exported}"))
     return 0
 
 

@@ -66,15 +66,15 @@ def rows(out: Path, assignment: str, subs: list, max_points: dict, unsafe: bool,
                "sandbox": "UNSANDBOXED" if unsafe else "; ".join(book.sandboxes.get(sub.student, [])),
                "flags": "; ".join(book.flagged.get(sub.student, [])) if sub.graded else ""}
         row.update({c: sub.points.get(c, 0.0) if counted else "" for c in max_points})
-        row["summary"] = _summary_line(sub, max_points) if counted else ""
+        row["summary"] = summary_line(sub.score, sub.points, max_points) if counted else ""
         table.append(row)
     return table
 
 
-def _summary_line(sub, max_points: dict) -> str:
+def summary_line(score: float, points: dict, max_points: dict) -> str:
     """The feedback comment a platform shows beside the grade: points per exercise, in fixed words."""
-    parts = [f"{c} {sub.points.get(c, 0.0):g}/{m:g}" for c, m in max_points.items()]
-    return f"{sub.score:g}/{sum(max_points.values()):g} ({', '.join(parts)}); details on your feedback page"
+    parts = [f"{c} {float(points.get(c, 0.0)):g}/{m:g}" for c, m in max_points.items()]
+    return f"{float(score):g}/{sum(max_points.values()):g} ({', '.join(parts)}); details on your feedback page"
 
 
 def write_csv(out: Path, table: list[dict], cells: list[str]) -> None:

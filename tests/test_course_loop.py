@@ -74,9 +74,13 @@ def loop(tmp_path_factory):
     out = root / "out"
     first = grade(root / "submissions.zip", "--out", out, "--jobs", "2", "--export", "canvas", root / "gradebook.csv")
     rows_first = read_rows(out / A)
+    imported_first = (out / A / "canvas_import.csv").read_text(encoding="utf-8")
     manual = subprocess.run([sys.executable, "-m", "grader.manual", A, "doejohn_1001", "ex2_attention", "2", "--out",
                              out], cwd=ROOT, env=venv_env(), capture_output=True, text=True, timeout=120)
     rows_manual = read_rows(out / A)
+    imported_manual = (out / A / "canvas_import.csv").read_text(encoding="utf-8")
+    with zipfile.ZipFile(out / A / "return" / "doejohn_1001.zip") as z:
+        returned_manual = z.read("doejohn_1001.html").decode("utf-8")
     mtimes = {p.name: p.stat().st_mtime_ns for p in (out / A / "results").glob("*.json")}
     # the unpacked folder, Bob's file handed in anew, and three things that are not a student's notebook
     folder = root / "unpacked"
@@ -93,6 +97,7 @@ def loop(tmp_path_factory):
     (out / A / "results" / "roeana_1003.json").unlink()  # as if the run had stopped before Ana's result
     resumed = grade(folder, "--out", out, "--jobs", "2", "--resume", timeout=300)
     return {"first": (first, rows_first), "manual": (manual, rows_manual), "again": (again, rows_again),
+            "imported": {"first": imported_first, "manual": imported_manual}, "returned_manual": returned_manual,
             "resumed": (resumed, read_rows(out / A)), "out": out / A, "mtimes": mtimes, "after_again": after_again}
 
 
@@ -121,10 +126,16 @@ def test_progress_lines_in_a_log_and_a_summary_of_a_screen(loop):
     assert len(proc.stdout.splitlines()) < 40
 
 
+def canvas_points(text: str) -> dict[str, str]:
+    """Canvas user id -> the assignment's cell of a filled gradebook file."""
+    table = list(csv.reader(io.StringIO(text, newline="")))
+    col = table[0].index(COLUMN)
+    return {row[1]: row[col] for row in table[2:]}
+
+
 def test_canvas_gets_its_gradebook_back_with_the_points_filled(loop):
     out = loop["out"]
-    with open(out / "canvas_import.csv", newline="", encoding="utf-8") as f:
-        table = list(csv.reader(f))
+    table = list(csv.reader(io.StringIO(loop["imported"]["first"], newline="")))
     header = table[0]
     col = header.index(COLUMN)
     points = {row[1]: row[col] for row in table[2:]}
@@ -152,6 +163,16 @@ def test_points_given_by_hand_show_at_once(loop):
     assert proc.returncode == 0, proc.stderr
     john = by_student(r for r in rows if r["status"] == "graded")["doejohn_1001"]
     assert john["manual"] == "ex2_attention" and float(john["ex2_attention"]) == 2
+
+
+def test_points_given_by_hand_reach_the_platforms_file_and_the_return_bundle_at_once(loop):
+    """They showed the old score until the next grading run."""
+    before, after = (canvas_points(loop["imported"][when]) for when in ("first", "manual"))
+    john = by_student(r for r in loop["manual"][1] if r["status"] == "graded")["doejohn_1001"]
+    assert float(after["1001"]) == float(john["score"]) > float(before["1001"])
+    assert {k: v for k, v in after.items() if k != "1001"} == {k: v for k, v in before.items() if k != "1001"}
+    assert "canvas_import.csv and the feedback bundles written again" in loop["manual"][0].stdout
+    assert f"{float(john['score']):g}" in loop["returned_manual"]
 
 
 def test_one_student_graded_again_and_everyone_else_kept(loop):

@@ -59,8 +59,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--export", nargs=2, metavar=("PLATFORM", "FILE"),
                    help="write the grades back for a learning platform: 'canvas GRADEBOOK.csv' (Canvas's gradebook "
                         "export) or 'moodle WORKSHEET.csv' (Moodle's offline grading worksheet)")
-    p.add_argument("--column", help="with --export canvas: the gradebook's column of this assignment (default: the "
-                   "one whose name contains the assignment id)")
+    p.add_argument("--column", help="with --export canvas: the gradebook's column of this assignment, by Canvas's "
+                   "assignment id (the number in brackets in its header) or its whole header (default: the one column "
+                   "whose header contains the assignment id or all its words)")
     p.add_argument("--similar", type=_share,
                    help="list pairs of submissions at least this alike in similarity.html (a share from 0 to 1)")
     return p

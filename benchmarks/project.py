@@ -1,5 +1,6 @@
 """Whole-project timings for ``make bench``: the book build, strict nbval on the chapters, grading a
-batch of submissions with and without the sandbox, and the chapter 10 recipe's time to 98 %.
+batch of submissions with and without the sandbox, the kernel's recorder of forbidden calls, and the chapter 10
+recipe's time to 98 %.
 
 Each returns one row of the results table (see :mod:`benchmarks.bench`).
 """
@@ -129,3 +130,36 @@ def bench_capstone(steps: int = 400) -> dict:
         seconds = float("nan")
     return {"name": "capstone-time-to-98", "ours_s": seconds, "reference": f"target 60 s; {steps} steps, "
             f"held-out exact match {accuracy:.1%}", "reference_s": 60.0, "ratio": seconds / 60.0}
+
+
+def bench_recorder(repeats: int) -> dict:
+    """The kernel's recorder of forbidden calls (``grader/kernel_side/forbidden_calls.py``) around the calls the hidden
+    tests of exercise 4.2 make, which forbids ``F.scaled_dot_product_attention`` and the package (the profile hook and
+    PyTorch's function mode on): an answer written as the solution is, on hidden-test sizes, with and without it."""
+    import math
+
+    from grader.kernel_side.forbidden_calls import recording
+
+    from .timing import interleaved
+
+    g = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 6, 8, generator=g, dtype=torch.float64) for _ in range(3))  # (batch, heads, seq, d)
+    mask = torch.rand(2, 1, 6, 6, generator=g) > 0.3
+
+    def attention(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T_q, d) @ (..., d, T_k) -> (..., T_q, T_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+
+    def plain():
+        for _ in range(50):
+            attention(q, k, v, mask)
+
+    def recorded():
+        with recording(("torch.nn.functional.scaled_dot_product_attention", "transformer")):
+            plain()
+
+    ours, ref = interleaved(recorded, plain, repeats)
+    return {"name": "forbidden-recorder", "ours_s": ours, "reference": "the same 50 calls without the recorder",
+            "reference_s": ref, "ratio": ours / ref}

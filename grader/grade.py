@@ -176,10 +176,7 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
     ready, saved, flagged, zeroed = _read_all(graded, release, rules, opts, seed, out / "results")
     jobs = max(1, min(opts.jobs or default_jobs(), len(ready) or 1))
     run_info = {"assignment": assignment, "seed": seed, "seed_from": seed_source, "timeout": timeout,
-                "budget": budget, "limits": sandbox.limits_line(), "sandboxed": not unsafe}
-    if opts.export:  # so that points given by hand reach the platform's file at once (grader/manual.py)
-        run_info["export"] = {"kind": opts.export[0], "file": str(Path(opts.export[1]).resolve()),
-                              "column": opts.column}
+                "budget": budget, "limits": sandbox.limits_line(), "sandboxed": not unsafe, "export": _exported(opts)}
     if not opts.quiet:
         print(run_info["limits"])
     report.announce(out, run_info, len(subs), len(ready), len(saved), jobs, opts.quiet)
@@ -208,6 +205,13 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
     exported = _export(out, rows, assignment, opts) if opts.export else None
     report.closing(out, rows, max_points, run_info, progress, has_mathjax, pairs, exported, unsafe)
     return 0
+
+
+def _exported(opts: Options) -> dict | None:
+    """The run's ``--export`` for ``run.json``: hand points reach the platform's file (``grader/manual.py``)."""
+    if not opts.export:
+        return None
+    return {"kind": opts.export[0], "file": str(Path(opts.export[1]).resolve()), "column": opts.column}
 
 
 def _cell_timeout() -> int:

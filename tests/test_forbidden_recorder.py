@@ -5,7 +5,7 @@ like what the reading finds (``grader/grade.py``).
 
 Each attack below left no trace before (the third round of attacks, exercise 4.2 with ``--forbidden zero``: 10/10,
 flags and problems empty): a call from C code (``map``, ``functools.partial``), an operator that does the forbidden
-one's whole work (``torch._native_multi_head_attention`` with identity weights), the profile hook switched off.
+one's whole work (``torch._native_multi_head_attention`` with identity weights), the recorder switched off.
 """
 
 from __future__ import annotations
@@ -136,18 +136,17 @@ DIRECT = "def attention(q, k, v, mask=None):\n    return F.scaled_dot_product_at
 @pytest.mark.parametrize("line, off, source", [
     ("sys.setprofile(None)", ["profile"], FROM_C),
     ("torch._C._pop_torch_function_stack()", ["function mode"], DIRECT),
-    ("torch._C._pop_torch_dispatch_stack(None)", ["dispatch mode"], FROM_C),
     ("torch._C._push_on_torch_function_stack(Quiet())", ["function mode"], FROM_C),
 ])
 def test_a_recorder_switched_off_during_the_call_is_reported(line, off, source):
     """What is switched off is said; what is left on still sees the call (made from C, the function mode does; made
     from Python, the profile hook does)."""
     source = QUIET + source.replace("    return", f"    {line}\n    return")
-    before = torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack(), sys.getprofile()
+    before = torch._C._len_torch_function_stack(), sys.getprofile()
     ran = probed(source)
     assert ran.off == off
     assert ran == [SDPA]
-    after = torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack(), sys.getprofile()
+    after = torch._C._len_torch_function_stack(), sys.getprofile()
     assert after == before  # the recorder leaves the stacks and the hook as it found them
 
 

@@ -1,12 +1,15 @@
 """Which forbidden callables ran while a probe called the student's function (runs in the kernel).
 
 ``with recording(names) as ran: fn(*args)`` fills ``ran`` with the forbidden names (as given) whose code ran
-during the call, seen three ways at once: Python's profile hook (``c_call`` events: a C function by identity, a
-tensor method by name on a tensor; ``call`` events: a Python function or class by its code, a module by the module
-of each frame: ``transformer``, but not the frames of ``transformer.checks``), and PyTorch's own entry points, a
-``TorchFunctionMode`` (every call of PyTorch's API, however it is made: from ``map``, ``functools.partial`` or other
-C code, which makes no profile event) and a ``TorchDispatchMode`` (every ATen operator that runs, whatever called
-it: ``torch._native_multi_head_attention``). A name is watched under its routes (``routes.py``) but the callers
+during the call, seen two ways at once: Python's profile hook (``c_call`` events: a C function by identity, a
+tensor method by name on a tensor, made from Python, inside PyTorch's own Python wrappers too; ``call`` events: a
+Python function or class by its code, a module by the module of each frame: ``transformer``, but not the frames of
+``transformer.checks``), and PyTorch's own entry point, a ``TorchFunctionMode`` (every call of PyTorch's API, however
+it is made: from ``map``, ``functools.partial`` or other C code, which makes no profile event; an operator of
+``torch.ops`` by its name). The mode costs every call of PyTorch's API a call into Python (the hidden tests of an
+exercise that forbids a PyTorch function run about three times slower): it is entered only when it has something to
+watch. A name is watched under its routes (``routes.py``: the private operators that do its whole work, such as
+``torch._native_multi_head_attention`` for ``F.scaled_dot_product_attention``, included) but the callers
 (whose code need not reach it): ``torch.ops.aten.layer_norm.default`` or ``torch.native_layer_norm`` reports
 ``torch.nn.functional.layer_norm``.
 Only calls made on the student's behalf count: walking up from the call past library code (the environment, the
@@ -31,8 +34,8 @@ from .routes import resolve, routes, under
 
 EXEMPT = ("transformer.checks",)  # the public checks are no shortcut
 HERE = os.path.dirname(os.path.abspath(__file__)) + os.sep  # the grader's kernel-side code: the probes' own calls
-PASSING = ("__torch_function__", "__torch_dispatch__")  # the modes' frames here: calls pass through them
-OFF = ("profile", "function mode", "dispatch mode", "replaced")  # what a reply's "off" may say, and nothing else
+PASSING = ("__torch_function__",)  # the mode's frames here: calls pass through them
+OFF = ("profile", "function mode", "replaced")  # what a reply's "off" may say, and nothing else
 _GENUINE: dict = {}  # the hooks' functions as they were before the student's first cell (``prepare``)
 _LIBRARY: list = []  # folders of code that is neither the student's nor the probes'
 
@@ -42,20 +45,17 @@ def prepare(library) -> None:
     and the genuine functions of the recorder's hooks, which a cell may replace later (PyTorch imported now)."""
     _LIBRARY[:] = [os.path.join(str(p), "") for p in library]
     torch = importlib.import_module("torch")
-    importlib.import_module("torch.utils._python_dispatch")
     _GENUINE.clear()
     _GENUINE.update(_hooks(torch))
 
 
 def _hooks(torch) -> dict:
     """The functions and classes the recorder relies on, by name (``replaced`` when one is no longer the same)."""
-    c, dispatch = torch._C, sys.modules["torch.utils._python_dispatch"]
+    c = torch._C
     return {"sys.setprofile": sys.setprofile, "sys.getprofile": sys.getprofile, "sys.settrace": sys.settrace,
             "threading.setprofile": threading.setprofile, "function_mode": torch.overrides.TorchFunctionMode,
-            "dispatch_mode": dispatch.TorchDispatchMode, **{n: getattr(c, n) for n in (
-                "_push_on_torch_function_stack", "_pop_torch_function_stack", "_len_torch_function_stack",
-                "_get_function_stack_at", "_push_on_torch_dispatch_stack", "_pop_torch_dispatch_stack",
-                "_len_torch_dispatch_stack", "_get_dispatch_stack_at")}}
+            **{n: getattr(c, n) for n in ("_push_on_torch_function_stack", "_pop_torch_function_stack",
+                                          "_len_torch_function_stack", "_get_function_stack_at")}}
 
 
 def _library() -> tuple:
@@ -147,32 +147,48 @@ class Record(list):
         self.extend(n for n in dict.fromkeys(found) if n not in self)
 
 
-def _modes(torch, record: Record, c_functions: dict, codes: dict, methods: dict, operators: dict):
-    """A function mode and a dispatch mode that record what they see on the student's behalf."""
+def _in_modules(frame, modules: list) -> list:
+    """The watched names of the modules ``frame``'s code belongs to (``transformer``, not ``transformer.checks``)."""
+    module = frame.f_globals.get("__name__")
+    if not isinstance(module, str) or under(module, EXEMPT):
+        return []
+    return [n for m, n in modules if under(module, (m,))][:1]
+
+
+def _function_mode(torch, record: Record, c_functions: dict, codes: dict, methods: dict, operators: dict):
+    """A function mode that records what it sees on the student's behalf: every call of PyTorch's API, however it is
+    made (from Python, ``map``, ``functools.partial`` or other C code), an operator of ``torch.ops`` too."""
     hooks = _GENUINE or _hooks(torch)
 
+    def called(func):
+        entry = c_functions.get(id(func))
+        found = entry[1] if entry is not None and entry[0] is func else codes.get(getattr(func, "__code__", None))
+        if found is None and isinstance(func, types.MethodDescriptorType):
+            found = methods.get(func.__name__)
+        return found if found is not None else operators.get(_operator(func))
+
     class Calls(hooks["function_mode"]):
+        seen: dict = {}  # what each function is, worked out once: PyTorch's functions live as long as the kernel
+
         def __torch_function__(self, func, classes, args=(), kwargs=None):
-            entry = c_functions.get(id(func))
-            found = entry[1] if entry is not None and entry[0] is func else codes.get(getattr(func, "__code__", None))
-            if found is None and isinstance(func, types.MethodDescriptorType):
-                found = methods.get(func.__name__)
+            found = _once(self.seen, func, called)
             if found and _students(sys._getframe(1)):
                 record.hit(found)
             return func(*args, **(kwargs or {}))
 
-    class Operators(hooks["dispatch_mode"]):
-        def __torch_dispatch__(self, func, classes, args=(), kwargs=None):
-            found = operators.get(getattr(getattr(func, "_schema", None), "name", None))
-            if found and _students(sys._getframe(1)):
-                record.hit(found)
-            return func(*args, **(kwargs or {}))
+    return Calls()
 
-    return Calls(), Operators()
+
+def _once(seen: dict, func, what):
+    """``what(func)``, remembered in ``seen`` (``func`` kept beside it, so its id stays its own)."""
+    entry = seen.get(id(func))
+    if entry is None or entry[0] is not func:
+        entry = seen[id(func)] = (func, what(func))
+    return entry[1]
 
 
 def _on_top(hooks: dict, kind: str, mode) -> bool:
-    """Whether ``mode`` is the top of PyTorch's ``kind`` ("function" or "dispatch") mode stack."""
+    """Whether ``mode`` is the top of PyTorch's ``kind`` ("function") mode stack."""
     size = hooks[f"_len_torch_{kind}_stack"]()
     return size > 0 and hooks[f"_get_{kind}_stack_at"](size - 1) is mode
 
@@ -185,7 +201,7 @@ def _leave(hooks: dict, kind: str, mode) -> None:
     size = hooks[f"_len_torch_{kind}_stack"]()
     below = [i for i in range(size) if hooks[f"_get_{kind}_stack_at"](i) is mode]
     for _ in range(size - below[0] if below else 0):
-        hooks[f"_pop_torch_{kind}_stack"](*([None] if kind == "dispatch" else []))
+        hooks[f"_pop_torch_{kind}_stack"]()
 
 
 @contextmanager
@@ -193,43 +209,48 @@ def recording(names):
     """Record (into the :class:`Record` it yields) which of ``names`` ran inside the ``with`` block."""
     c_functions, codes, modules, methods, operators = targets(names)
     torch = sys.modules["torch"]
-    tensor = torch._C.TensorBase if methods else None
     record = Record()
     hooks = _GENUINE or _hooks(torch)
     if any(v is not hooks[k] for k, v in _hooks(torch).items()):
         record.off.append("replaced")
 
-    def profile(frame, event, arg):
+    watched: dict = {}  # code -> what its frames are (a code's module does not change): one look-up per frame
+
+    def trace(frame, event, arg):  # a new Python frame
+        found = watched.get(frame.f_code, watched)
+        if found is watched:
+            found = watched[frame.f_code] = codes.get(frame.f_code) or _in_modules(frame, modules)
+        if found and _students(frame.f_back):
+            record.hit(found)
+
+    def profile(frame, event, arg):  # Python's profile hook: C calls made from Python, and new Python frames
         if event == "c_call":
             entry = c_functions.get(id(arg))
             found = entry[1] if entry is not None and entry[0] is arg else None
-            if found is None and tensor is not None and isinstance(getattr(arg, "__self__", None), tensor):
+            if found is None and methods and isinstance(getattr(arg, "__self__", None), torch._C.TensorBase):
                 found = methods.get(getattr(arg, "__name__", None))  # a tensor's method, bound for the call
             if found and _students(frame):
                 record.hit(found)
         elif event == "call":
-            found = codes.get(frame.f_code)
-            if found is None and modules:
-                module = frame.f_globals.get("__name__")
-                if isinstance(module, str) and not under(module, EXEMPT):
-                    found = [n for m, n in modules if under(module, (m,))][:1]
-            if found and _students(frame.f_back):
-                record.hit(found)
+            trace(frame, event, arg)
 
-    calls, ops = _modes(torch, record, c_functions, codes, methods, operators)
+    # PyTorch's function mode sees every call of its API however it is made (from ``map`` or ``functools.partial``
+    # too), but costs every call a call into Python: it is entered only when it has something to watch. Its stack
+    # is a thread's own: a thread the answer starts has the profile hook alone.
+    mode = _function_mode(torch, record, c_functions, codes, methods, operators)
+    modes = [("function", mode)] if c_functions or codes or methods or operators else []
     before, before_threads = hooks["sys.getprofile"](), threading.getprofile()
     hooks["threading.setprofile"](profile)
     hooks["sys.setprofile"](profile)
-    calls.__enter__()
-    ops.__enter__()
+    for _, on in modes:
+        on.__enter__()
     try:
         yield record
     finally:
-        record.off += [w for w, ok in (("dispatch mode", _on_top(hooks, "dispatch", ops)),
-                                       ("function mode", _on_top(hooks, "function", calls)),
-                                       ("profile", hooks["sys.getprofile"]() is profile)) if not ok]
-        _leave(hooks, "dispatch", ops)
-        _leave(hooks, "function", calls)
+        record.off += [f"{kind} mode" for kind, on in modes if not _on_top(hooks, kind, on)]
+        record.off += [] if hooks["sys.getprofile"]() is profile else ["profile"]
+        for kind, on in modes:
+            _leave(hooks, kind, on)
         hooks["sys.setprofile"](before)
         hooks["threading.setprofile"](before_threads)
         record.off[:] = [w for w in OFF if w in record.off]

@@ -20,6 +20,9 @@ import torch
 import transformer as T
 from transformer import _validate, interp, lens
 from transformer.decoding import beam_search
+from transformer.latent_attention import LatentConfig, latent_attention_for
+from transformer.moe import MixtureOfExperts, MoEConfig, Router, load_balancing_loss, update_correction_bias
+from transformer.rope_scaling import rope_frequencies
 from transformer.train import warmup_inverse_sqrt
 
 VALIDATE = str(Path(_validate.__file__).resolve())
@@ -99,6 +102,19 @@ ENTRY_POINTS = {
     "mask_tokens": lambda: T.mask_tokens(IDS + 5, 3, 20, generator=torch.Generator().manual_seed(0)),
     "TransformerConfig": lambda: T.TransformerConfig(vocab_size=20, d_model=16, n_heads=4, d_ff=32, n_layers=1,
                                                      max_len=8, n_kv_heads=2),
+    # chapter 14
+    "MultiHeadAttention, window and q/k norm": partial(T.MultiHeadAttention(
+        16, 4, n_kv_heads=2, rope=T.RotaryEmbedding(4, max_len=16), window=2, qk_norm=True), r(2, 4, 16),
+        mask=CAUSAL_4),
+    "sliding_window_mask": lambda: T.masks.sliding_window_mask(4, 2, past=3),
+    "rope_frequencies": lambda: rope_frequencies(8, 100.0, {"rope_type": "yarn", "factor": 2.0,
+                                                             "original_max_position_embeddings": 8}),
+    "MixtureOfExperts": partial(MixtureOfExperts(16, 8, MoEConfig(4, 2, n_shared=1)), r(2, 4, 16)),
+    "Router": partial(Router(16, MoEConfig(4, 2, scoring="sigmoid", n_groups=2)), r(6, 16)),
+    "load_balancing_loss": lambda: load_balancing_loss(r(6, 4).softmax(-1), torch.tensor([[0, 1]] * 6), 4),
+    "update_correction_bias": lambda: update_correction_bias(torch.zeros(4), torch.tensor([[0, 1]] * 6)),
+    "LatentAttention": partial(latent_attention_for(cfg(positional="rope", latent=LatentConfig(6, 4, 4, 4))),
+                               r(2, 4, 16), mask=CAUSAL_4[None]),
 }
 
 

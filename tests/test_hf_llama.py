@@ -149,8 +149,8 @@ def test_cached_greedy_generation_equals_hugging_face_generate(seed):
 
 def test_configs_we_cannot_express_are_refused():
     settings = llama_settings(0)
-    with pytest.raises(ValueError, match=r"config.rope_parameters\['rope_type'\]: expected 'default'.*got 'linear'"):
-        llama_config(tf.LlamaConfig(**{**settings, "rope_parameters": {"rope_type": "linear", "rope_theta": 1e4,
+    with pytest.raises(ValueError, match=r"config.rope_parameters\['rope_type'\]: expected 'default'.*got 'dynamic'"):
+        llama_config(tf.LlamaConfig(**{**settings, "rope_parameters": {"rope_type": "dynamic", "rope_theta": 1e4,
                                                                        "factor": 2.0}}))
     with pytest.raises(ValueError, match="config.head_dim: expected"):
         llama_config(tf.LlamaConfig(**settings, head_dim=4 * settings["hidden_size"]))

@@ -23,6 +23,9 @@ chapter            module
 13 looking inside  :mod:`transformer.interp` (cache, patch, ablate), :mod:`transformer.lens` (logit lens,
                    attribution), :mod:`transformer.induction` (induction heads), :mod:`transformer.bridge`
                    (our models as TransformerLens models)
+14 open models     :mod:`transformer.sliding_window` (with ``masks.sliding_window_mask``),
+                   :mod:`transformer.latent_attention`, :mod:`transformer.moe`, :mod:`transformer.rope_scaling`,
+                   :mod:`transformer.hf_open_models` (Mistral, Mixtral, Qwen3-MoE, DeepSeek-V3)
 =================  ===========================================================
 
 Looking inside a model: :mod:`transformer.hooks` (forward hooks). The tiny model
@@ -40,8 +43,17 @@ from .feedforward import GatedFeedForward, PositionwiseFeedForward
 from .flash import flash_attention
 from .heads import OutputHead
 from .kv_cache import KVCache, cache_bytes_per_token, generate_cached
-from .masks import causal_mask, causal_padding_mask, fully_masked_rows, masked_softmax, padding_mask
+from .latent_attention import LatentAttention, LatentConfig
+from .masks import (
+    causal_mask,
+    causal_padding_mask,
+    fully_masked_rows,
+    masked_softmax,
+    padding_mask,
+    sliding_window_mask,
+)
 from .model import DecoderOnly, EncoderDecoder, EncoderOnly, count_parameters
+from .moe import MixtureOfExperts, MoEConfig, Router, load_balancing_loss, update_correction_bias
 from .multihead import MultiHeadAttention, merge_heads, repeat_kv, split_heads
 from .norm import LayerNorm, RMSNorm
 from .positional import (
@@ -55,7 +67,9 @@ from .positional import (
     sinusoidal_encoding,
 )
 from .pretraining import mask_tokens
+from .rope_scaling import ScaledRotaryEmbedding, rope_frequencies
 from .sampling import sample_next, sampling_distribution, top_k_filter, top_p_filter
+from .sliding_window import RollingLayerCache, rolling_cache
 from .tokenization import (
     SPECIAL_TOKENS,
     BPETokenizer,
@@ -97,4 +111,8 @@ __all__ = [
     # chapter 12
     "GatedFeedForward", "KVCache", "cache_bytes_per_token", "flash_attention", "generate_cached",
     "repeat_kv",
+    # chapter 14
+    "LatentAttention", "LatentConfig", "MixtureOfExperts", "MoEConfig", "RollingLayerCache", "Router",
+    "ScaledRotaryEmbedding", "load_balancing_loss", "rolling_cache", "rope_frequencies", "sliding_window_mask",
+    "update_correction_bias",
 ]

@@ -14,9 +14,12 @@ from torch import nn
 
 from .config import TransformerConfig
 from .feedforward import feed_forward_for
+from .latent_attention import LatentAttention, latent_attention_for
+from .moe import moe_for
 from .multihead import MultiHeadAttention
 from .norm import make_norm
 from .positional import ActsOn, positional_module
+from .rope_scaling import rotary_for
 
 
 def add_norm(x: torch.Tensor, sublayer: Callable, norm: nn.Module, dropout: nn.Module,
@@ -29,21 +32,28 @@ def add_norm(x: torch.Tensor, sublayer: Callable, norm: nn.Module, dropout: nn.M
     return norm(x + dropout(sublayer(x)))
 
 
-def self_attention_for(cfg: TransformerConfig) -> MultiHeadAttention:
-    """Self-attention with the positional scheme that acts inside attention, if any (RoPE or relative bias)."""
-    rope = positional_module(cfg, ActsOn.QUERIES_AND_KEYS)
+def self_attention_for(cfg: TransformerConfig, layer: int = 0) -> MultiHeadAttention | LatentAttention:
+    """Self-attention with the positional scheme that acts inside attention, if any (RoPE, scaled with
+    ``cfg.rope_scaling``, or relative bias), and layer ``layer``'s sliding window (chapter 14); latent attention
+    (chapter 14) when ``cfg.latent`` is set."""
+    if cfg.latent is not None:
+        return latent_attention_for(cfg)
+    rope = rotary_for(cfg)
     relative_bias = positional_module(cfg, ActsOn.SCORES)
     return MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.dropout, bias=cfg.linear_bias, rope=rope,
-                              relative_bias=relative_bias, fast=cfg.fast, n_kv_heads=cfg.kv_heads)
+                              relative_bias=relative_bias, fast=cfg.fast, n_kv_heads=cfg.kv_heads,
+                              window=cfg.layer_window(layer), qk_norm=cfg.qk_norm, eps=cfg.norm_eps)
 
 
 class EncoderBlock(nn.Module):
     """Self-attention then feed-forward, each with add & norm: ``(batch, seq, d_model)`` in and out."""
 
-    def __init__(self, cfg: TransformerConfig):
+    def __init__(self, cfg: TransformerConfig, layer: int = 0):
         super().__init__()
-        self.self_attn = self_attention_for(cfg)
-        self.ff = feed_forward_for(cfg)  # None: an attention-only block (cfg.ffn="none", chapter 13)
+        self.self_attn = self_attention_for(cfg, layer)  # layer: its place in the stack (chapter 14)
+        self.ff = moe_for(cfg, layer)  # a mixture of experts (chapter 14), or None: this layer is dense
+        if self.ff is None:
+            self.ff = feed_forward_for(cfg)  # None: an attention-only block (cfg.ffn="none", chapter 13)
         self.norm1 = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
         self.norm2 = None if self.ff is None else make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast)
         self.drop1, self.drop2 = nn.Dropout(cfg.dropout), nn.Dropout(cfg.dropout)
@@ -90,7 +100,7 @@ class SelfAttentionStack(nn.Module):
 
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.layers = nn.ModuleList(EncoderBlock(cfg) for _ in range(cfg.n_layers))
+        self.layers = nn.ModuleList(EncoderBlock(cfg, i) for i in range(cfg.n_layers))
         self.norm = make_norm(cfg.norm, cfg.d_model, cfg.norm_eps, cfg.fast) if cfg.use_final_norm else nn.Identity()
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None, cache=None) -> torch.Tensor:

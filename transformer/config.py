@@ -31,7 +31,10 @@ from ._validate import (
     require_probability,
 )
 from .feedforward import ACTIVATIONS, FFN_KINDS
+from .latent_attention import LatentConfig
+from .moe import MoEConfig
 from .positional import check_positional
+from .rope_scaling import check_rope_scaling
 
 
 @dataclass
@@ -69,6 +72,12 @@ class TransformerConfig:
     # "none": no feed-forward, attention-only blocks (chapter 13)
     linear_bias: bool = True  # biases in the attention and feed-forward projections (Llama: False)
     rope_base: float = 10000.0  # RoPE's base: omega_i = rope_base ** (-2i / d_h) (Llama's rope_theta)
+    # chapter 14: today's open models
+    rope_scaling: dict | None = None  # RoPE's frequencies for longer contexts, e.g. {"rope_type": "yarn", ...}
+    sliding_window: int | tuple | None = None  # each layer's window: an int for all, or an int or None per layer
+    qk_norm: bool = False  # an RMSNorm on each head's queries and keys (Qwen3)
+    moe: MoEConfig | None = None  # a mixture of experts in place of the feed-forward (Mixtral, DeepSeek-V3)
+    latent: LatentConfig | None = None  # multi-head latent attention in place of multi-head (DeepSeek-V2, V3)
 
     @property
     def d_h(self) -> int:
@@ -78,6 +87,11 @@ class TransformerConfig:
     def kv_heads(self) -> int:
         """The number of key/value heads: ``n_kv_heads``, or ``n_heads`` when it is None."""
         return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    def layer_window(self, layer: int) -> int | None:
+        """Layer ``layer``'s sliding window (chapter 14), or None: it attends to the whole past."""
+        windows = self.sliding_window
+        return windows[layer] if isinstance(windows, tuple) else windows
 
     @property
     def decoder_layers(self) -> int:
@@ -119,6 +133,24 @@ class TransformerConfig:
             require_kv_heads(self.n_kv_heads, self.n_heads)
         require_choice("ffn", self.ffn, FFN_KINDS)
         require_number("rope_base", self.rope_base, low=0, open_low=True)
+        self._check_open_models()
+
+    def _check_open_models(self) -> None:
+        """The fields of chapter 14: a fixed RoPE scaling, windows of positive sizes (one per layer in a tuple)."""
+        check_rope_scaling(self.rope_scaling)
+        require_bool("qk_norm", self.qk_norm)
+        windows = self.sliding_window
+        if isinstance(windows, tuple) and len(windows) != self.n_layers:
+            raise ValueError(f"sliding_window: expected an int, None or a tuple of n_layers={self.n_layers} windows, "
+                             f"got {len(windows)} of them")
+        for w in windows if isinstance(windows, tuple) else (windows,):
+            if w is not None:
+                require_positive_int("sliding_window", w)
+        for name, kind in (("moe", MoEConfig), ("latent", LatentConfig)):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), kind):
+                raise TypeError(f"{name}: expected None or a {kind.__name__}, got {type(getattr(self, name)).__name__}")
+        if self.moe is not None and self.moe.layers is not None and len(self.moe.layers) != self.n_layers:
+            raise ValueError(f"moe.layers: expected None or n_layers={self.n_layers} bools, got {len(self.moe.layers)}")
 
     def _check_pad_id(self) -> None:
         """``pad_id`` is None or a token id of every vocabulary the model embeds."""

@@ -12,7 +12,12 @@ Hugging Face                          ours
                                       token types, ``embedding_norm``, ``head_transform``, ``head_bias``
 ``LlamaForCausalLM``, ``LlamaModel``  :class:`~transformer.model.DecoderOnly`: pre-norm with ``norm="rms"``,
                                       ``ffn="gated"`` with ``"silu"`` (SwiGLU), RoPE with ``rope_pairs="half"``,
-                                      ``linear_bias=False``, ``n_kv_heads`` (grouped-query) (chapter 12)
+                                      ``linear_bias=False``, ``n_kv_heads`` (grouped-query) (chapter 12);
+                                      ``rope_scaling`` of type ``linear``, ``yarn``, ``llama3`` (chapter 14)
+``MistralForCausalLM``,               Llama's configuration with a sliding window, experts, Qwen3's q/k norms
+``MixtralForCausalLM``,               or latent attention (chapter 14): :mod:`transformer.hf_open_models`
+``Qwen3MoeForCausalLM``,
+``DeepseekV3ForCausalLM``
 ====================================  ==================================================================
 
 Nothing is patched: every difference from the 2017 model is a field of
@@ -31,13 +36,16 @@ import torch
 from torch import nn
 
 from .config import TransformerConfig
+from .hf_open_models import from_open_model
 from .interop import copy_layer_norm, copy_linear, copy_tensor
 from .model import DecoderOnly, EncoderOnly
 
 # Hugging Face's names for the activations that ours compute exactly (ACT2FN in transformers.activations).
 HF_ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh",
                   "silu": "silu"}
-SUPPORTED = ("GPT2LMHeadModel", "GPT2Model", "BertForMaskedLM", "BertModel", "LlamaForCausalLM", "LlamaModel")
+SUPPORTED = ("GPT2LMHeadModel", "GPT2Model", "BertForMaskedLM", "BertModel", "LlamaForCausalLM", "LlamaModel",
+             "MistralForCausalLM", "MixtralForCausalLM", "Qwen3MoeForCausalLM", "DeepseekV3ForCausalLM")
+SCALINGS = ("default", "linear", "yarn", "llama3")  # the RoPE scalings of a fixed table (chapter 14)
 
 
 def _transformers():
@@ -80,19 +88,26 @@ def bert_config(c) -> TransformerConfig:
 
 def llama_config(c) -> TransformerConfig:
     """Our configuration of a ``LlamaConfig`` (chapter 12): pre-norm RMSNorm, SwiGLU, RoPE on half-split pairs,
-    no biases, ``num_key_value_heads`` key/value heads, unscaled embeddings, a final norm."""
+    no biases, ``num_key_value_heads`` key/value heads, unscaled embeddings, a final norm; RoPE scaled by
+    ``rope_parameters`` of type ``linear``, ``yarn`` or ``llama3`` (chapter 14, :mod:`transformer.rope_scaling`).
+    Mistral's, Mixtral's, Qwen3-MoE's and DeepSeek-V3's configs are Llama's with more fields
+    (:func:`~transformer.hf_open_models.open_model_config`)."""
     rope = getattr(c, "rope_parameters", None) or {"rope_type": "default", "rope_theta": 10000.0}
-    _refuse("rope_parameters['rope_type']", rope.get("rope_type", "default"), "default")
+    if rope.get("rope_type", "default") not in SCALINGS:
+        raise ValueError(f"config.rope_parameters['rope_type']: expected 'default', 'linear', 'yarn' or 'llama3' "
+                         f"(a fixed table of angles), got {rope['rope_type']!r}")
     _refuse("head_dim", getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads,
             c.hidden_size // c.num_attention_heads)
-    _refuse("mlp_bias", c.mlp_bias, c.attention_bias)  # one switch, linear_bias, for both
+    _refuse("mlp_bias", getattr(c, "mlp_bias", False), getattr(c, "attention_bias", False))  # one switch for both
+    scaling = None if rope.get("rope_type", "default") == "default" else dict(rope)
     return TransformerConfig(
         vocab_size=c.vocab_size, d_model=c.hidden_size, n_heads=c.num_attention_heads,
         n_kv_heads=c.num_key_value_heads or c.num_attention_heads, d_ff=c.intermediate_size,
         n_layers=c.num_hidden_layers, dropout=float(c.attention_dropout), max_len=c.max_position_embeddings,
         norm_first=True, norm="rms", norm_eps=c.rms_norm_eps, final_norm=True,
-        activation=_activation("hidden_act", c.hidden_act), ffn="gated", linear_bias=bool(c.attention_bias),
-        positional="rope", rope_pairs="half", rope_base=float(rope["rope_theta"]), tie_weights=c.tie_word_embeddings,
+        activation=_activation("hidden_act", c.hidden_act), ffn="gated",
+        linear_bias=bool(getattr(c, "attention_bias", False)), positional="rope", rope_pairs="half",
+        rope_base=float(rope["rope_theta"]), rope_scaling=scaling, tie_weights=c.tie_word_embeddings,
         pad_id=c.pad_token_id, scale_embeddings=False,
     )
 
@@ -181,7 +196,9 @@ def from_hf(model: nn.Module) -> DecoderOnly | EncoderOnly:
     ``ln_f``). ``BertForMaskedLM`` -> :class:`~transformer.model.EncoderOnly` with the same logits; ``BertModel``
     -> ``EncoderOnly`` whose ``encode(ids, token_type_ids)`` equals ``last_hidden_state`` (its MLM head is left
     as initialised, and BERT's pooler is not converted). ``LlamaForCausalLM`` and ``LlamaModel`` -> ``DecoderOnly``
-    like GPT-2's (chapter 12), grouped-query configs included.
+    like GPT-2's (chapter 12), grouped-query configs included, RoPE scaled or not (chapter 14).
+    ``MistralForCausalLM``, ``MixtralForCausalLM``, ``Qwen3MoeForCausalLM`` and ``DeepseekV3ForCausalLM`` ->
+    ``DecoderOnly`` with the same logits (chapter 14, :func:`~transformer.hf_open_models.from_open_model`).
 
     Padding: Hugging Face takes an ``attention_mask``; ours hides the tokens equal to its ``pad_id``, which is
     ``config.pad_token_id`` (None for GPT-2: no padding mask). The outputs are equal when Hugging Face gets
@@ -209,6 +226,9 @@ def from_hf(model: nn.Module) -> DecoderOnly | EncoderOnly:
             _copy_mlm_head(ours, model.cls.predictions)
     elif isinstance(model, (tf.LlamaForCausalLM, tf.LlamaModel)):
         ours = _from_llama(model, tf)
+    elif isinstance(model, (tf.MistralForCausalLM, tf.MixtralForCausalLM, tf.Qwen3MoeForCausalLM,
+                            tf.DeepseekV3ForCausalLM)):  # chapter 14
+        ours = from_open_model(model, llama_config)
     else:
         raise _unsupported(model)
     return ours.train(model.training)

@@ -43,6 +43,24 @@ def _causal_mask(seq_len: int, device=None, past: int = 0) -> torch.Tensor:
     return torch.ones(seq_len, past + seq_len, dtype=torch.bool, device=device).tril(past)
 
 
+def sliding_window_mask(seq_len: int, window: int, device=None, past: int = 0) -> torch.Tensor:
+    """The banded causal mask of sliding-window attention (chapter 14, :mod:`transformer.sliding_window`),
+    ``(seq_len, past + seq_len)`` bool: query ``t`` (position ``past + t``) may attend to keys
+    ``past + t - window + 1 .. past + t``, ``window`` of them, as Hugging Face's Mistral."""
+    require_positive_int("seq_len", seq_len)
+    require_positive_int("window", window)
+    require_int("past", past, low=0, expected="an int >= 0 (the positions before the queries)")
+    return _sliding_window_mask(seq_len, past + seq_len, window, past, 0, device)
+
+
+def _sliding_window_mask(t_q: int, t_k: int, window: int, first_query: int, first_key: int,
+                         device=None) -> torch.Tensor:
+    """``(T_q, T_k)``: query ``i`` is position ``first_query + i``, key ``j`` position ``first_key + j``."""
+    t = torch.arange(t_q, device=device)[:, None] + first_query  # (T_q, 1): the queries' positions
+    i = torch.arange(t_k, device=device)[None, :] + first_key  # (1, T_k): the keys' positions
+    return (i <= t) & (i > t - window)  # causal, and within the window
+
+
 def padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     """Keys that are real tokens: ``ids (batch, seq)`` -> ``(batch, 1, seq)`` bool.
 

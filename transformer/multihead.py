@@ -24,6 +24,8 @@ from ._validate import (
     require_sizes,
 )
 from .attention import _scaled_dot_product_attention
+from .masks import _sliding_window_mask
+from .norm import RMSNorm
 from .positional import RelativePositionBias, RotaryEmbedding
 
 
@@ -84,11 +86,16 @@ class MultiHeadAttention(nn.Module):
 
     ``fast=True`` computes the same numbers through PyTorch's fused paths: the three projections of
     self-attention as one matrix product (:meth:`_fused_qkv`) and attention with ``F.scaled_dot_product_attention``.
+
+    Chapter 14: ``window`` makes self-attention see only the last ``window`` positions (the banded causal mask
+    of :func:`transformer.masks.sliding_window_mask`, and the given ``mask`` too); ``qk_norm=True`` normalises
+    each head's queries and keys with an RMSNorm of size ``d_h`` (epsilon ``eps``) before RoPE, as Qwen3 does.
     """
 
     def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
                  rope: RotaryEmbedding | None = None, relative_bias: RelativePositionBias | None = None,
-                 fast: bool = False, n_kv_heads: int | None = None):
+                 fast: bool = False, n_kv_heads: int | None = None, window: int | None = None,
+                 qk_norm: bool = False, eps: float = 1e-6):
         super().__init__()
         require_positive_int("d_model", d_model)
         require_positive_int("n_heads", n_heads)
@@ -103,6 +110,9 @@ class MultiHeadAttention(nn.Module):
         self.w_o = nn.Linear(d_model, d_model, bias=bias)
         self.rope, self.relative_bias = rope, relative_bias
         _check_positional(rope, relative_bias, self.d_h, n_heads)
+        self.window = None if window is None else require_positive_int("window", window)  # chapter 14
+        self.q_norm = RMSNorm(self.d_h, eps) if qk_norm else None  # Qwen3 (chapter 14)
+        self.k_norm = RMSNorm(self.d_h, eps) if qk_norm else None
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor | None = None, mask: torch.Tensor | None = None,
                 return_weights: bool = False, cache=None):
@@ -128,15 +138,20 @@ class MultiHeadAttention(nn.Module):
 
     def _plain(self, cache) -> bool:
         """True when no option of a later chapter is on: the layer is then :meth:`_multi_head` and nothing else."""
-        return cache is None and self.rope is None and self.relative_bias is None and self.n_rep == 1 and not self.fast
+        later = self.window is not None or self.q_norm is not None  # chapter 14
+        return cache is None and self.rope is None and self.relative_bias is None and self.n_rep == 1 and not (
+            self.fast or later)
 
     def _with_options(self, x: torch.Tensor, memory: torch.Tensor | None, mask, return_weights: bool, cache):
         """:meth:`_multi_head` with the options of later chapters: RoPE and the relative bias (chapter 3), the
         key/value cache, grouped-query attention and the fused path (chapter 12)."""
         q, k, v = self._project(x, memory)  # (batch, heads, T_q, d_h), 2 x (batch, n_kv_heads, T_k, d_h)
+        if self.q_norm is not None:  # Qwen3's norm of each head's queries and keys (chapter 14)
+            q, k = self.q_norm._normalize(q), self.k_norm._normalize(k)
         offset = 0 if cache is None else cache.length  # the position of x's first row (chapter 12)
         q, k = self._positions(q, k, offset, memory)  # RoPE (chapter 3)
         k, v = self._cached(k, v, cache)  # the cached past, then the new positions (chapter 12)
+        mask = self._windowed(mask, q.shape[2], k.shape[2], offset, memory)  # sliding window (chapter 14)
         bias = self._bias(q, k, offset, memory)  # the relative bias (chapter 3): (heads, T_q, T_k) or None
         out, weights = self._attend(q, k, v, mask, bias, return_weights)  # (batch, heads, T_q, d_h)
         return self.w_o(_merge_heads(out)), weights  # (batch, heads, T_q, d_h) -> (batch, T_q, d_model)
@@ -174,6 +189,14 @@ class MultiHeadAttention(nn.Module):
             return k, v
         return cache.append(k, v)
 
+    def _windowed(self, mask, t_q: int, t_k: int, offset: int, memory):
+        """With a ``window`` (chapter 14), ``mask`` on the keys attended (a rolling cache keeps only the last ones)
+        and the band: query ``offset + i`` sees keys ``offset + i - window + 1 .. offset + i``."""
+        if self.window is None or memory is not None:
+            return mask
+        band = _sliding_window_mask(t_q, t_k, self.window, offset, offset + t_q - t_k, _device(mask, self))
+        return band if mask is None else mask[..., -t_k:] & band  # (batch, 1, T_q, T_k) & (T_q, T_k)
+
     def _bias(self, q: torch.Tensor, k: torch.Tensor, offset: int, memory: torch.Tensor | None):
         """The relative bias of self-attention (chapter 3), ``(heads, T_q, T_k)`` for queries from position
         ``offset`` on; None in cross-attention or without one."""
@@ -192,7 +215,8 @@ class MultiHeadAttention(nn.Module):
 
     def extra_repr(self) -> str:
         kv = "" if self.n_kv_heads == self.n_heads else f", n_kv_heads={self.n_kv_heads}"
-        return f"d_model={self.d_model}, n_heads={self.n_heads}{kv}, d_h={self.d_h}, fast={self.fast}"
+        window = "" if self.window is None else f", window={self.window}"
+        return f"d_model={self.d_model}, n_heads={self.n_heads}{kv}, d_h={self.d_h}{window}, fast={self.fast}"
 
     def _check(self, x, memory, mask, cache):
         """``x``, ``memory``, ``mask`` and ``cache``, once: attention and the steps above take them as they are."""
@@ -208,6 +232,11 @@ class MultiHeadAttention(nn.Module):
             per_head = isinstance(mask, torch.Tensor) and mask.dim() == 4
             target = (x.shape[0], self.n_heads, x.shape[1], t_k) if per_head else (x.shape[0], x.shape[1], t_k)
             require_mask("mask", mask, target, "(batch, heads, T_q, T_k)" if per_head else "(batch, T_q, T_k)")
+
+
+def _device(mask, layer):
+    """Where a mask is made: the given mask's device, else the layer's."""
+    return layer.w_q.weight.device if mask is None else mask.device
 
 
 def _check_memory(memory, x: torch.Tensor, cache, d_model: int) -> None:

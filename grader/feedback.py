@@ -66,11 +66,16 @@ def sanitize(output) -> list:
     return [nbformat.v4.new_output("display_data", data=kept)] if kept else []
 
 
+ALL_OR_NOTHING = ("An exercise's points are all or nothing: it earns them only when every one of its hidden tests "
+                  "passes.")
+
+
 def verdict_html(v: Verdict) -> str:
     state = "passed" if not v.failures else "failed"
     colour = "#1a7f37" if not v.failures else "#b42318"
     head = (f"<p style='margin:0;color:{colour}'><b>Hidden tests: {v.passed} of {v.total} passed "
-            f"({v.points:g} of {v.max_points:g} points).</b></p>")
+            f"({v.points:g} of {v.max_points:g} points).</b></p>"
+            f"<p style='margin:0'>{ALL_OR_NOTHING}</p>")
     shown = limits.FAILURES_SHOWN
     items = "".join(f"<li>{html.escape(f)}</li>" for f in v.failures[:shown])
     more = f"<li>and {len(v.failures) - shown} more</li>" if len(v.failures) > shown else ""

@@ -142,3 +142,17 @@ def test_by_hand_answers_never_say_where_they_are_wrong():
             check(answer)
         assert "index" not in str(err.value)
     assert "wrong at index (1,)" in checks.compare(torch.zeros(2), torch.tensor([0.0, 1.0]), ("key",))
+
+
+def test_a_named_shape_mistake_keeps_the_expected_axis_names_off_the_answer():
+    """Exercise 13.2 averaged over the batch and the heads gives one value per query: the feedback names that mistake
+    and does not call the query axis "heads"."""
+    def per_query(pattern, half):
+        queries = torch.arange(half + 1, 2 * half + 1)
+        return pattern[:, :, queries, queries - half + 1].mean(dim=(0, 1))  # (half,): the queries, not the heads
+
+    with pytest.raises(CheckFailed) as failed:
+        checks.check_induction_score(per_query)
+    message = str(failed.value)
+    assert "expected shape (heads=3), got (4,)" in message and "one value per query" in message
+    assert "heads=4" not in message and "dimension 'heads'" not in message

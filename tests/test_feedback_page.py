@@ -89,3 +89,14 @@ def test_every_image_has_alternative_text(rendered):
     images = BeautifulSoup(ours, "html.parser").find_all("img")
     assert images, "the picture is on the page"
     assert all(img.get("alt") for img in images), [str(img)[:120] for img in images if not img.get("alt")]
+
+
+def test_a_verdict_says_that_an_exercises_points_are_all_or_nothing():
+    """4 of 5 hidden tests passed earns none of the 3 points: the page says why, beside the count."""
+    from grader.verdicts import Verdict
+
+    box = feedback.verdict_html(Verdict(0.0, 3.0, 4, 5, ["the float64 case: wrong values"]))
+    text = _text(box)
+    assert "Hidden tests: 4 of 5 passed (0 of 3 points)." in text
+    assert "An exercise's points are all or nothing: it earns them only when every one of its hidden tests passes." \
+        in text

@@ -250,3 +250,88 @@ def test_a_hugging_face_llama_converted_by_from_hf_can_be_looked_into():
     assert torch.allclose(lens.logit_lens(model, cache)[-1], their_logits, **TOL)
     parts = lens.logit_attribution(model, cache, position=6, answer=4, other=9)
     assert torch.allclose(sum(parts.values()), their_logits[:, 6, 4] - their_logits[:, 6, 9], **TOL)
+
+
+@pytest.mark.parametrize("mode", ["Q", "K", "V"])
+def test_composition_scores_equal_transformer_lens_all_composition_scores(pair, mode):
+    """Elhage et al.'s composition scores from the weights, against TransformerLens's own, on every pair of heads
+    (including grouped-query attention and RoPE's permuted rows in the Llama-style decoder)."""
+    model, bridge, _ = pair
+    ours = ind.composition_scores(model, mode)
+    theirs = bridge.all_composition_scores(mode).scores
+    assert ours.shape == theirs.shape == (3, model.cfg.n_heads, 3, model.cfg.n_heads)
+    assert torch.allclose(ours, theirs.to(ours), **TOL)
+    assert ours[1, :, 0].abs().max() == 0 and ours[0, :, 1].min() > 0  # only earlier into later
+
+
+def test_random_composition_score_is_the_mean_score_of_random_circuits():
+    """The baseline, against TransformerLens's composition score of random factored matrices drawn elsewhere."""
+    from transformer_lens import FactoredMatrix
+    from transformer_lens.utilities.matrix import composition_scores
+
+    g = torch.Generator().manual_seed(99)
+    a, b, c, d = (torch.randn(4000, *shape, generator=g, dtype=torch.float64) for shape in ((32, 16), (16, 32)) * 2)
+    theirs = composition_scores(FactoredMatrix(a, b), FactoredMatrix(c, d), broadcast_dims=False).mean().item()
+    assert abs(ind.random_composition_score(32, 16, samples=4000) - theirs) < 0.005
+    assert ind.random_composition_score(64, 4, samples=4000) < theirs - 0.05  # a smaller share of the stream: lower
+
+
+def test_attribution_patching_is_the_derivative_of_the_real_patch(pair):
+    """The estimate summed over a head is the derivative of the real patch along the clean-minus-corrupted direction
+    (central finite differences of run_with_patches, float64); on the final stream, which the logits depend on
+    linearly, it is the real patch itself. The parameters' gradients are left alone."""
+    model, _, ids = pair
+    clean, corrupted = ids[:1], ids[1:]
+
+    def metric(logits):
+        return logits[0, -1, 4] - logits[0, -1, 9]
+
+    est = interp.attribution_patching(model, clean, corrupted, metric, ["blocks.1.attn.z", "final"])
+    assert all(p.grad is None for p in model.parameters())
+    _, cache = interp.run_with_cache(model, ids)
+    z_clean, z_corr = cache["blocks.1.attn.z"][:1], cache["blocks.1.attn.z"][1:]
+    eps = 1e-5
+    for h in range(model.cfg.n_heads):
+        def moved(t, h=h):
+            z = z_corr.clone()
+            z[:, :, h] += t * (z_clean - z_corr)[:, :, h]
+            return metric(interp.run_with_patches(model, corrupted, {"blocks.1.attn.z": z})[0]).item()
+        derivative = (moved(eps) - moved(-eps)) / (2 * eps)
+        assert abs(est["blocks.1.attn.z"][0, :, h].sum().item() - derivative) < 1e-6
+    base = metric(model(corrupted)).item()
+    for p in range(ids.shape[1]):
+        patched, _ = interp.run_with_patches(model, corrupted, {"final": interp.patched_from(cache["final"][:1],
+                                                                                            position=p)})
+        assert abs(est["final"][0, p].sum().item() - (metric(patched).item() - base)) < 1e-10
+
+
+def test_attribution_patching_refuses_a_metric_that_is_not_a_number(pair):
+    model, _, ids = pair
+    with pytest.raises(ValueError, match="metric: expected a function from the logits to a 0-d tensor"):
+        interp.attribution_patching(model, ids[:1], ids[1:], lambda logits: logits[0, -1], ["final"])
+
+
+def test_head_detector_counts_every_earlier_copy_when_a_token_repeats_inside_the_half():
+    """Where the chapter's prefix-matching score and TransformerLens's head_detector part: with a token twice in the
+    half, theirs also counts the weight on the position after its first occurrence inside the half."""
+    from transformer_lens.head_detector import (
+        compute_head_attention_similarity_score,
+        get_induction_head_detection_pattern,
+    )
+
+    half = [5, 7, 5, 9]  # token 5 twice inside the half
+    ids = torch.tensor([[0, *half, *half]])  # (1, 9)
+    seq = ids.shape[1]
+    pattern = torch.tril(torch.ones(seq, seq))
+    pattern = pattern / pattern.sum(-1, keepdim=True)  # uniform causal weights: 1 / (t + 1) on each key
+    ours = ind.induction_scores(pattern[None, None], len(half)).item()
+    theirs = compute_head_attention_similarity_score(pattern, get_induction_head_detection_pattern(ids),
+                                                     exclude_bos=False, exclude_current_token=False,
+                                                     error_measure="mul")
+    # by hand: ours averages one key per query of the repeat (t = 5..8): 1/6 + 1/7 + 1/8 + 1/9; theirs adds, for
+    # the second 5 in the half (t = 3) the key after the first 5 (1/4), for the repeat's first 5 (t = 5) the key after
+    # the second 5 (1/6), for the repeat's second 5 (t = 7) two more keys (2/8), and divides by seq
+    ours_by_hand = (1 / 6 + 1 / 7 + 1 / 8 + 1 / 9) / 4
+    assert abs(ours - ours_by_hand) < 1e-6
+    assert abs(theirs - (4 * ours_by_hand + 1 / 4 + 1 / 6 + 2 / 8) / seq) < 1e-6
+    assert abs(theirs - ours * len(half) / seq) > 0.05

@@ -14,7 +14,8 @@ for a :class:`~transformer.model.DecoderOnly` or :class:`~transformer.model.Enco
 
 Forward hooks on the model's own modules read these, and replace them (patching, ablation): the
 model runs its own forward pass, once, and is left as it was. :func:`head_outputs` splits a
-block's attention output into the part each head writes.
+block's attention output into the part each head writes; :func:`attribution_patching` estimates every
+patch at once from one gradient.
 """
 
 from __future__ import annotations
@@ -102,6 +103,37 @@ def ablated(how: str = "zero", head: int | None = None, reference: torch.Tensor 
     require_tensor("reference", reference)
     mean = reference.mean(dim=0, keepdim=True)  # (batch, seq, ...) -> (1, seq, ...)
     return _replacer(lambda act: mean.expand(act.shape[0], *mean.shape[1:]), head, None, "reference")
+
+
+def attribution_patching(model: nn.Module, clean_ids: torch.Tensor, corrupted_ids: torch.Tensor,
+                         metric: Callable[[torch.Tensor], torch.Tensor], names: list[str]) -> dict[str, torch.Tensor]:
+    """The gradient's linear estimate of patching each activation of ``names`` from the clean run into the corrupted
+    one (attribution patching, Nanda 2023): ``(a_clean - a_corrupted) * d metric / d a`` at the corrupted run,
+    ``{name: tensor of the activation's shape}``, from one forward and one backward pass.
+
+    ``metric`` maps the logits ``(batch, seq, vocab_size)`` to a number (a 0-d tensor). Summed over a head's entries
+    (dimensions 1 and 3 of ``attn.z``) or a position's, an estimate stands for the change of ``metric`` that
+    :func:`run_with_patches` with :func:`patched_from` gives; it is exact only where ``metric`` is linear in the
+    activation. The model's parameters and their ``.grad`` are left as they were.
+    """
+    points = hook_points(model)
+    names = _check_names("names", names, points, replaceable=True)
+    _, clean = run_with_cache(model, clean_ids, names)
+    acts: dict[str, torch.Tensor] = {}
+
+    def keep(name):
+        def patch(act):
+            acts[name] = act if act.requires_grad else act.detach().requires_grad_(True)
+            return acts[name]
+        return patch
+
+    with eval_mode(model), torch.enable_grad(), _hooked(points, [], {}, {name: keep(name) for name in names}):
+        value = metric(model(corrupted_ids))
+    if not isinstance(value, torch.Tensor) or value.dim() != 0:
+        got = shape_str(value) if isinstance(value, torch.Tensor) else type(value).__name__
+        raise ValueError(f"metric: expected a function from the logits to a 0-d tensor, got {got}")
+    grads = torch.autograd.grad(value, [acts[name] for name in names])
+    return {name: (clean[name] - acts[name].detach()) * grad for name, grad in zip(names, grads)}
 
 
 def head_outputs(model: nn.Module, cache: dict[str, torch.Tensor], layer: int) -> torch.Tensor:

@@ -92,6 +92,10 @@ WRONG = {
     "ex6_answer": [
         ("plain masked softmax: NaN in the empty rows",
          _ATTENTION_HEAD + "    return s.masked_fill(~mask, float('-inf')).softmax(-1) @ v", "whose keys are all masked"),
+        ("softmax over the queries",
+         _ATTENTION_HEAD + "    empty = ~mask.any(-1, keepdim=True)\n"
+         "    w = s.masked_fill(~(mask | empty), float('-inf')).softmax(dim=-2).masked_fill(empty, 0.0)\n"
+         "    return w @ v", "the softmax went over the queries"),
         ("-1e9 instead of -inf",
          _ATTENTION_HEAD + "    return s.masked_fill(~mask, -1e9).softmax(-1) @ v", "average of the values"),
         ("NaN repaired in the output: gradients still NaN",

@@ -55,6 +55,7 @@ WRONG = {
         ("<bos> forgotten", _induction(queries="torch.arange(half, 2 * half)"), "<bos>"),
         ("averaged over the heads", _induction(mean="(1, 2)"), "heads axis"),
         ("batch kept", _induction(mean="2"), "average over the batch"),
+        ("averaged over the batch and the heads", _induction(mean="(0, 1)"), "one value per query"),
         ("float32 always (.float())", "import torch\ndef induction_score(pattern, half):\n"
          "    queries = torch.arange(half + 1, 2 * half + 1)\n"
          "    return pattern[:, :, queries, queries - half + 1].mean(dim=(0, 2)).float()\n",

@@ -10,6 +10,7 @@ import torch
 from ..attention import scaled_dot_product_attention
 from ..masks import causal_mask, causal_padding_mask, fully_masked_rows, padding_mask
 from .core import (
+    NONFINITE_GUESS,
     Mistake,
     as_tensor,
     backward,
@@ -27,6 +28,7 @@ from .mistakes.a07 import (
     CAUSAL_PADDING_MISTAKES,
     MASKED_ATTENTION_MISTAKES,
     PADDING_MASK_MISTAKES,
+    QUERY_SOFTMAX_HINT,
     TEACHER_FORCING_MISTAKES,
 )
 
@@ -207,6 +209,24 @@ def _nan_rows_hint(t: torch.Tensor, mask: torch.Tensor) -> list[str]:
     return []
 
 
+def _softmax_dim_hint(fn: Callable, qkv: tuple, problems: list[str]) -> list[str]:
+    """``problems`` naming a softmax over the queries, found with nothing masked (no -inf, so no NaN to hide it);
+    empty if the student's function does not take it there."""
+    q, k, v = qkv
+    if any(QUERY_SOFTMAX_HINT in p for p in problems):
+        return problems
+    everything = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool)  # (T_q, T_k): nothing masked
+    try:
+        got = fn(q.clone(), k.clone(), v.clone(), everything)
+    except Exception:  # noqa: BLE001 - the probe only looks for one mistake
+        return []
+    over_queries = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).softmax(dim=-2) @ v  # (..., T_q, d_v)
+    if not (isinstance(got, torch.Tensor) and got.shape == over_queries.shape
+            and torch.allclose(got.detach(), over_queries, atol=1e-5, rtol=1e-4)):
+        return []
+    return [p.replace(NONFINITE_GUESS, "") for p in problems] + [f"Hint: {QUERY_SOFTMAX_HINT}"]
+
+
 def check_masked_attention(fn: Callable, seed: int = 0) -> None:
     """``fn(q, k, v, mask)``: masked attention whose fully masked rows give zeros, with finite gradients."""
     __tracebackhide__ = True
@@ -220,7 +240,7 @@ def check_masked_attention(fn: Callable, seed: int = 0) -> None:
         problems = compare(got, expected, dims, mistakes=outputs(MASKED_ATTENTION_MISTAKES, q, k, v, mask),
                            what=f"output ({case})")
         if problems and isinstance(got, torch.Tensor) and got.shape == expected.shape:
-            problems += _nan_rows_hint(got.detach(), mask)
+            problems = _softmax_dim_hint(fn, (q, k, v), problems) or problems + _nan_rows_hint(got.detach(), mask)
         if problems:
             report(f"masked_attention ({case})", problems)
     # Training runs backward through attention: the empty rows must not send NaN into the gradients.
@@ -235,9 +255,10 @@ def check_masked_attention(fn: Callable, seed: int = 0) -> None:
     if bad:
         fail("✗ masked_attention (backward pass)",
              [f"the output is right, but the gradients of {', '.join(bad)} contain NaN",
-              "Hint: a softmax over a row of -inf is still computed, and the backward pass goes through it even "
-              "if its result is thrown away afterwards. Before the softmax, let the empty rows see something "
-              "harmless (for example, do not mask them at all); after it, set their weights to zero."])
+              "Hint: the NaN of the empty rows were repaired after they were used: "
+              + ("the NaN weights are still multiplied into the gradient of v (the output was repaired after @ v)"
+                 if bad == ["v"] else "the backward pass goes through them even if their result is thrown away")
+              + ". The exercise's second hint shows how to avoid them."])
     report("masked_attention", [])
 
 

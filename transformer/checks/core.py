@@ -33,6 +33,7 @@ from .rule import ATOL, RTOL, changed, judge_values, kept_words, number_kind, re
 
 PASSED = "public checks passed; hidden checks run at grading"
 SMALL = 16  # answers with fewer values than this never show the size of an error
+NONFINITE_GUESS = " (a softmax over a row of -inf? a division by zero?)"  # when no known mistake names the cause
 
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../transformer
@@ -188,17 +189,15 @@ def compare(got, expected: torch.Tensor, dims: Sequence[str], atol: float = ATOL
         return [f"{what}: expected dtype {dtype}, got {t.dtype}"]
     if judged.problem == "kind":
         return [f"{what}: expected {number_kind(expected.dtype)} values ({expected.dtype}), got {t.dtype}"]
-    if judged.problem == "shape":
-        lines = [f"{what}: expected shape {named_shape(expected.shape, dims)}, got {named_shape(t.shape, dims)}"]
-        if t.dim() == expected.dim():
-            for d, a, b in zip(dims, expected.shape, t.shape):
-                if a != b:
-                    lines.append(f"dimension '{d}' should have size {a}, got {b}")
-        return lines + known_mistake(t, mistakes, atol, rtol)
+    named = known_mistake(t, mistakes, atol, rtol) if judged.problem in ("shape", "nonfinite") else []
+    if judged.problem == "shape":  # a named mistake says which axis is what: the expected names would mislabel them
+        lines = [f"{what}: expected shape {named_shape(expected.shape, dims)}, got "
+                 f"{tuple(t.shape) if named else named_shape(t.shape, dims)}"]
+        sizes = zip(dims, expected.shape, t.shape) if t.dim() == expected.dim() and not named else []
+        return lines + [f"dimension '{d}' should have size {a}, got {b}" for d, a, b in sizes if a != b] + named
     if judged.problem == "nonfinite":
-        bad = ~torch.isfinite(t)
-        return [f"{what}: {int(bad.sum())} of {t.numel()} values are NaN or Inf "
-                "(a softmax over a row of -inf? a division by zero?)"]
+        return [f"{what}: {int((~torch.isfinite(t)).sum())} of {t.numel()} values are NaN or Inf"
+                + ("" if named else NONFINITE_GUESS)] + named
     if judged.problem is None:
         return []
     wrong, err = judged.wrong, judged.error
@@ -223,7 +222,7 @@ def hide_positions(problems: list[str]) -> list[str]:
 def known_mistake(t: torch.Tensor, mistakes: dict[str, torch.Tensor] | None, atol: float, rtol: float) -> list[str]:
     """The hint of the first known mistake that ``t`` reproduces, if any."""
     for text, value in (mistakes or {}).items():
-        if value.shape == t.shape and torch.allclose(t.double(), value.double(), atol=atol, rtol=rtol):
+        if value.shape == t.shape and torch.allclose(t.double(), value.double(), atol=atol, rtol=rtol, equal_nan=True):
             return [f"Hint: {text}"]
     return []
 

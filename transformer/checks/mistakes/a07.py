@@ -74,6 +74,9 @@ def _scaled_scores(q, k):
     return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T_q, T_k)
 
 
+QUERY_SOFTMAX_HINT = ("the softmax went over the queries (dim -2): each query's weights over the keys must sum to 1, "
+                      "so the softmax goes over the keys, the last dimension.")
+
 MASKED_ATTENTION_MISTAKES = [
     Mistake("large negative number", "the rows with no allowed key got an average of the values: a large negative "
             "number instead of -inf makes all their scores equal. Those rows must get zero weights and a zero output.",
@@ -85,6 +88,8 @@ MASKED_ATTENTION_MISTAKES = [
             lambda q, k, v, mask: (_scaled_scores(q, k).softmax(-1) * mask) @ v),
     Mistake("inverted mask", "the mask is inverted: True means 'may attend'.", lambda q, k, v, mask: (
         _scaled_scores(q, k).masked_fill(mask, -math.inf).softmax(-1).nan_to_num(0.0) @ v)),
+    Mistake("softmax over the queries", QUERY_SOFTMAX_HINT, lambda q, k, v, mask: (
+        _scaled_scores(q, k).masked_fill(~mask, -math.inf).softmax(-2).nan_to_num(0.0) @ v)),
     Mistake("the weights", "you returned the attention weights; return weights @ v.",
             lambda q, k, v, mask: masked_softmax(_scaled_scores(q, k), mask)),
 ]

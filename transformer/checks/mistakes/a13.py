@@ -41,6 +41,9 @@ INDUCTION_MISTAKES = [
     Mistake("averaged over the heads", "the mean went over the heads axis; keep the heads (dim 1) and average over "
             "the batch (dim 0) and the repeat's positions.",
             lambda p, half: _stripe(p, half).mean(dim=(1, 2))),
+    Mistake("one value per query", "this has one value per query of the repeat: the mean went over the batch and "
+            "the heads (dims 0 and 1); keep the heads and average over the batch and the repeat's queries.",
+            lambda p, half: _stripe(p, half).mean(dim=(0, 1))),
     Mistake("batch not averaged", "one score per sequence and head; average over the batch too, for (heads,).",
             lambda p, half: _stripe(p, half).mean(dim=2)),
     Mistake("summed over the positions", "the weights were summed over the repeat's positions; the score is their "
@@ -67,11 +70,11 @@ def _own_scales(parts, gamma, w_u, answer, other, eps):
 
 
 DLA_MISTAKES = [
-    Mistake("scale not frozen", "each part was divided by its own standard deviation, as if normed alone; freeze "
-            "the scale of the whole stream, sigma = sqrt(var(x) + eps) with x the sum of the parts, and divide every "
-            "part by it (then the contributions add up).", _own_scales),
-    Mistake("no scale", "the parts were not divided by the frozen scale sigma = sqrt(var(x) + eps) of the whole "
-            "stream x.", lambda *a: _dla(*a, scale=False)),
+    Mistake("scale not frozen", "each part was divided by its own standard deviation, as if normed alone; the "
+            "scale is frozen at that of the whole stream, the sum of the parts (the exercise's second hint writes it "
+            "out).", _own_scales),
+    Mistake("no scale", "the parts were not divided by the frozen scale of the whole stream.",
+            lambda *a: _dla(*a, scale=False)),
     Mistake("not centred", "the parts were not centred: the norm subtracts the mean of the vector's entries, so "
             "take each part's own mean (over d_model) from it.", lambda *a: _dla(*a, centre=lambda p: p)),
     Mistake("centred on the parts axis", "the mean was taken over the parts (dim 0); centre each part on the mean "
@@ -114,14 +117,14 @@ RESTORED_MISTAKES = [
             "ratios.", lambda *a: _fractions(*a, per_prompt=True)),
     Mistake("not normalised", "patched - corrupted is not divided by clean - corrupted; the fraction is 0 when "
             "nothing is restored and 1 when everything is.", lambda *a: _fractions(*a, denominator=lambda c, k: 1.0)),
-    Mistake("from the clean end", "this is (clean - patched) / (clean - corrupted), what is still missing: the "
-            "restored fraction is (patched - corrupted) / (clean - corrupted).",
+    Mistake("from the clean end", "this is the share still missing, counted from the clean end; the restored share "
+            "counts from the corrupted end, 0 when the patch restores nothing.",
             lambda *a: _fractions(*a, numerator=lambda p, c, k: c - p)),
-    Mistake("denominator reversed", "the denominator is corrupted - clean: the fraction is (patched - corrupted) / "
-            "(clean - corrupted), 1 when the patch restores the clean metric.",
+    Mistake("denominator reversed", "the denominator is corrupted - clean, so a patch that restores the clean metric "
+            "gives -1; it should give 1.",
             lambda *a: _fractions(*a, denominator=lambda c, k: k - c)),
-    Mistake("the patched metric itself", "this is the patched metric itself; subtract the corrupted metric and "
-            "divide by clean - corrupted.", lambda *a: _fractions(*a, numerator=lambda p, c, k: p,
+    Mistake("the patched metric itself", "this is the patched metric itself, not the share of the difference "
+            "between clean and corrupted that it restores.", lambda *a: _fractions(*a, numerator=lambda p, c, k: p,
                                                                    denominator=lambda c, k: 1.0)),
     Mistake("heads by layers", "the result is (n_heads, n_layers); put the layers on the rows: r[layer, head].",
             lambda *a: _fractions(*a).T),

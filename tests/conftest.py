@@ -79,3 +79,23 @@ def setup_source(release) -> str:
             parts.append("\n".join(ln[: len(ln) - len(ln.lstrip())] + "pass" if ln.lstrip().startswith(("%", "!"))
                                     else ln for ln in cell.source.splitlines()))
     return "\n".join(parts)
+
+
+def graded_class(assignment: str, answers: dict[str, dict[str, str]], tmp_path: Path, *options: str,
+                 timeout: float = 600) -> tuple[dict[str, dict], Path]:
+    """A class graded by ``python -m grader`` in the sandbox: one submission per student, made of the solution with
+    ``answers[student]`` (answer cell -> source) put in. Returns the rows of grades.csv by student, and the folder of
+    the assignment's results."""
+    import csv
+
+    import nbformat
+
+    subs, out = tmp_path / "subs", tmp_path / "out"
+    subs.mkdir()
+    for student, cells in answers.items():
+        nbformat.write(make_submission(assignment, cells), subs / f"{student}.ipynb")
+    proc = subprocess.run([sys.executable, "-m", "grader", assignment, str(subs), "--out", str(out), "--jobs", "2",
+                           *options], cwd=ROOT, env=venv_env(), capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    with open(out / assignment / "grades.csv", newline="", encoding="utf-8") as f:
+        return {r["student"]: r for r in csv.DictReader(f)}, out / assignment

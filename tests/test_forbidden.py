@@ -7,10 +7,8 @@ finds their uses statically (``grader/forbidden.py``) and while a probe calls th
 from __future__ import annotations
 
 import ast
-import csv
 import pkgutil
 import re
-import subprocess
 import sys
 import time
 
@@ -22,7 +20,7 @@ from grader import forbidden
 from grader.kernel_side.forbidden_calls import recording
 from tools.nbmeta import grade_id, is_graded
 
-from conftest import ASSIGNMENTS, ROOT, make_submission, notebook_path, solution_sources, venv_env
+from conftest import ASSIGNMENTS, graded_class, make_submission, notebook_path, solution_sources
 
 A = "04_queries_keys_values"
 SHORT = {"F": "torch.nn.functional", "nn": "torch.nn", "T": "transformer"}  # the exercise texts' short names
@@ -284,18 +282,9 @@ def test_classes_and_torch_functions_are_recorded():
 @pytest.mark.slow
 def test_grading_names_forbidden_uses_and_scores_them_0(tmp_path):
     """Three answers of the finding and an honest classmate, graded with ``--forbidden zero``."""
-    subs, out = tmp_path / "subs", tmp_path / "out"
-    subs.mkdir()
     answers = {"imported": IMPORTED, "aliased": ALIASED, "rot13": ROT13}
-    for student, source in answers.items():
-        nbformat.write(make_submission(A, {"ex2_answer": source}), subs / f"{student}.ipynb")
-    nbformat.write(make_submission(A), subs / "honest.ipynb")
-    proc = subprocess.run([sys.executable, "-m", "grader", A, str(subs), "--out", str(out), "--jobs", "2",
-                           "--timeout", "20", "--forbidden", "zero"], cwd=ROOT, env=venv_env(), capture_output=True,
-                          text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    with open(out / A / "grades.csv", newline="", encoding="utf-8") as f:
-        rows = {r["student"]: r for r in csv.DictReader(f)}
+    rows, out = graded_class(A, {**{s: {"ex2_answer": a} for s, a in answers.items()}, "honest": {}}, tmp_path,
+                             "--timeout", "20", "--forbidden", "zero")
     assert rows["honest"]["flags"] == rows["honest"]["problems"] == "" and float(rows["honest"]["score"]) == 10
     for student in answers:
         row = rows[student]
@@ -305,5 +294,5 @@ def test_grading_names_forbidden_uses_and_scores_them_0(tmp_path):
     assert "uses transformer.attention.scaled_dot_product_attention" in rows["imported"]["flags"]
     assert f"uses {SDPA}" in rows["aliased"]["flags"]
     assert "through pkgutil.resolve_name" in rows["rot13"]["flags"]
-    page = (out / A / "feedback" / "aliased.html").read_text(encoding="utf-8")
+    page = (out / "feedback" / "aliased.html").read_text(encoding="utf-8")
     assert f"uses {SDPA}, which this exercise forbids" in page

@@ -28,7 +28,7 @@ from grader.verdicts import Verdict
 from tools.paths import kernel_read_roots
 
 from bank import RIGHT_CASES
-from conftest import ASSIGNMENTS, notebook_path, setup_source, solution_sources
+from conftest import ASSIGNMENTS, graded_class, notebook_path, setup_source, solution_sources
 
 A04 = "04_queries_keys_values"
 SDPA = "torch.nn.functional.scaled_dot_product_attention"
@@ -313,23 +313,9 @@ def test_grading_flags_and_zeroes_what_the_kernel_recorded(tmp_path):
     """The three answers that left no trace, and two honest classmates, graded in the sandbox with ``--forbidden
     zero``: each attack scores 0 on exercise 4.2 with the kernel's record among its flags; the honest ones keep
     everything and show no flag."""
-    import csv
-    import subprocess
-
-    from conftest import ROOT, make_submission, venv_env
-
-    subs, out = tmp_path / "subs", tmp_path / "out"
-    subs.mkdir()
     answers = {"native": HEAD + NATIVE, "from_c": HEAD + FROM_C, "silenced": SILENCED, "honest": HONEST}
-    for student, source in answers.items():
-        nbformat.write(make_submission(A04, {"ex2_answer": source}), subs / f"{student}.ipynb")
-    nbformat.write(make_submission(A04), subs / "solution.ipynb")
-    proc = subprocess.run([sys.executable, "-m", "grader", A04, str(subs), "--out", str(out), "--jobs", "2",
-                           "--timeout", "60", "--forbidden", "zero"], cwd=ROOT, env=venv_env(), capture_output=True,
-                          text=True, timeout=1200)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    with open(out / A04 / "grades.csv", newline="", encoding="utf-8") as f:
-        rows = {r["student"]: r for r in csv.DictReader(f)}
+    rows, _ = graded_class(A04, {**{s: {"ex2_answer": a} for s, a in answers.items()}, "solution": {}}, tmp_path,
+                           "--timeout", "60", "--forbidden", "zero", timeout=1200)
     for student in ("honest", "solution"):
         assert rows[student]["flags"] == rows[student]["problems"] == "" and float(rows[student]["score"]) == 10
     for student in ("native", "from_c", "silenced"):

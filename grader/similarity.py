@@ -1,40 +1,45 @@
-"""Pairs of submissions whose code is unusually alike, for a person to read: never a verdict, never a score change.
+"""Students whose code is unusually alike, for a person to read: never a verdict, never a score change.
 
-A student's own code is what they wrote in the rebuilt notebook (``grader/collect.py``): the source of every
-answer cell of the release, and every code cell the release does not have (cells the student added). Every line
-that is a line of the release's code (the template: ``# YOUR CODE HERE``, ``raise NotImplementedError()``, the
-given signatures; the visible checks; the setup), comments and spaces aside, is taken out first, and the
-release's own fingerprints are copydetect's boilerplate, so what everyone was handed never counts.
+A student's own code is what they wrote in the rebuilt notebook (``grader/collect.py``): every answer cell of the
+release, and every code cell the release does not have (added cells). Every line that is a line of the release's
+code (the template, the given signatures, the visible checks, the setup), comments and spaces aside, is taken out,
+and the release's own fingerprints are copydetect's boilerplate, so what everyone was handed never counts.
 
-The comparison is copydetect's (PyPI ``copydetect``): pygments tokens with every variable, attribute and
-function name replaced by one letter, comments and whitespace dropped, then every k-gram of the result
-fingerprinted (winnowing, Schleimer, Wilkerson and Aiken, SIGMOD 2003, with copydetect's default window of 1).
-Renamed variables and reordered functions or lines keep their fingerprints; a solution rewritten in other steps
-does not. copydetect was chosen over ``pycode_similar`` (1.4, 2020), which needs ``ast.parse`` to succeed (an
-IPython line or a syntax error loses the whole submission), compares functions only (exercise 1 of chapter 4
-is not one) and one reference against the others, with no boilerplate; copydetect tokenizes any text, takes
-the template as boilerplate, and says where the matches are, which the page marks. Its ``CodeFingerprint``
-reads from a stream (``fp=``), so nothing is written to disk.
+The comparison is copydetect's (PyPI ``copydetect``): pygments tokens with every name replaced by one letter,
+comments and whitespace dropped, every k-gram of the result fingerprinted (winnowing, Schleimer, Wilkerson and
+Aiken, SIGMOD 2003, with copydetect's default window of 1). Renamed variables and reordered functions or lines keep
+their fingerprints; a solution rewritten in other steps does not. copydetect was chosen over ``pycode_similar``
+(1.4, 2020), which needs ``ast.parse`` to succeed (an IPython line or a syntax error loses the whole submission),
+compares functions only (exercise 1 of chapter 4 is not one) and one reference against the others, with no
+boilerplate; copydetect tokenizes any text, takes the template as boilerplate, says where matches are (the page,
+``grader/similarity_page.py``, marks them), and reads from a stream (``fp=``), so nothing is written to disk.
+
+What is listed (:func:`compare`): students whose code matches the published solution (``solutions/``), apart, for
+that is worth a word but is not a pair, so that between students the solution's fingerprints count no more than
+the template's; students who handed in the same code (the same fingerprints), as one entry, a group; and pairs. A
+score is copydetect's similarity (the share of one's code that the other has) averaged over the two, so that a
+short answer all inside a longer one is not a full match. Entries come by ``rarity`` (:func:`_rarity`): the share
+of their code that they have in common and few others have, a passage counting 1/(1 + n) when n other students have
+it too. The moss script's ``-m`` option rests on the same ground: code that many programs contain was most likely
+shared legitimately (a common answer).
 
 Bounded for a class: each student is fingerprinted once, on at most ``limits.MAX_CODE_CHARS`` characters (answer
-cells first); a pair then costs a set intersection and, for each one, an OR of the positions its shared
-fingerprints cover, kept as the bits of an int (``_Print``): the same number as copydetect's
-``compare_files`` (a test keeps them equal), without its numpy arrays per pair. ``compare_files`` itself
-gives the matched spans of the pairs the page shows. A student whose code cannot be read has none.
-
-A pair's score is copydetect's similarity (the share of one's fingerprinted code that the other has) averaged
-over the two, so a short answer that is all inside a longer one is not a full match.
+cells first), one code handed in by several is compared once, and a comparison costs a set intersection and an OR
+of the positions the shared fingerprints cover, kept as the bits of an int (``_Print``): the same number as
+copydetect's ``compare_files`` (a test keeps them equal), which itself gives the spans the page marks.
 """
 
 from __future__ import annotations
 
-import html
+import copy
 import io
 import re
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
 from grader import limits
+from grader.similarity_page import page, shown
 from tools import nbmeta
 
 NOISE = 25  # characters of normalised code (copydetect's default noise threshold): a shorter match is not one
@@ -52,21 +57,45 @@ Span = tuple[int, int]
 
 @dataclass(frozen=True)
 class Pair:
-    """Students ``a`` and ``b`` (``a < b``), their ``score`` in [0, 1], and ``matches``: how many characters
-    of ``a``'s normalised code ``b`` has, and of ``b``'s that ``a`` has (the score's numerators)."""
+    """An entry: the students who handed in one code (``a``, several when they handed in the same) and those of
+    another (``b``), or a group of one code (``b`` empty, ``score`` 1); ``score`` and ``rarity`` in [0, 1]."""
 
-    a: str
-    b: str
+    a: tuple[str, ...]
+    b: tuple[str, ...]
     score: float
-    matches: tuple[int, int]
+    rarity: float
 
 
-def report(release, notebooks: dict, out: Path, threshold: float = THRESHOLD) -> list[Pair]:
-    """Every pair of ``notebooks`` (student -> rebuilt notebook) scoring at least ``threshold``, highest first;
-    writes the page ``out``. One student's code never makes it raise: code that cannot be read counts as none."""
+@dataclass
+class Found:
+    """What :func:`compare` found: ``pairs`` (pairs and groups, rarest first), ``solution`` (the students of each
+    code that matches the published solution, with its score, highest first; None when there is none to compare
+    with), each compared student's ``codes`` and ``prints``, and the students ``skipped``, with no code."""
+
+    pairs: list[Pair]
+    solution: list[tuple[tuple[str, ...], float]] | None
+    codes: dict[str, str]
+    prints: dict
+    skipped: list[str]
+
+
+def report(release, notebooks: dict, out: Path, solution: Path | None = None, threshold: float = THRESHOLD
+           ) -> Found:
+    """:func:`compare` (``solution``: the assignment's notebook in ``solutions/``), written as the page ``out``."""
+    found = compare(release, notebooks, solution, threshold)
+    spans = [_matched_spans(found, p) for p in found.pairs[:limits.MAX_SHOWN]]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(page(found, spans, threshold, len(notebooks), NOISE), encoding="utf-8")
+    return found
+
+
+def compare(release, notebooks: dict, solution: Path | None = None, threshold: float = THRESHOLD) -> Found:
+    """The students of ``notebooks`` (student -> rebuilt notebook) whose code matches the notebook ``solution``
+    with a score of at least ``threshold``, and the pairs and groups whose code outside it scores as much. One
+    student's code never makes it raise: code that cannot be read counts as none."""
     template = _fingerprint(_release_code(release), window=1)
     boilerplate = sorted(template.hash_idx) if template else []
-    codes, prints, skipped = {}, {}, []
+    codes, prints, skipped, same = {}, {}, [], defaultdict(list)
     for student in sorted(notebooks):
         code = _safe_code(release, notebooks[student])
         fingerprint = _fingerprint(code, boilerplate=boilerplate) if code.strip() else None
@@ -74,18 +103,32 @@ def report(release, notebooks: dict, out: Path, threshold: float = THRESHOLD) ->
             skipped.append(student)
         else:
             codes[student], prints[student] = code, _Print(fingerprint)
-    pairs, students = [], list(prints)
-    for i, a in enumerate(students):
-        for b in students[i + 1:]:
-            score, matches = _score(prints[a], prints[b])
-            if score >= threshold:
-                pairs.append(Pair(a, b, score, matches))
-    pairs.sort(key=lambda p: (-p.score, p.a, p.b))
-    shown = {(p.a, p.b): _matched_spans(prints[p.a], prints[p.b], codes[p.a], codes[p.b])
-             for p in pairs[:limits.MAX_SHOWN]}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(page(pairs, codes, shown, threshold, len(notebooks), skipped), encoding="utf-8")
-    return pairs
+            same[frozenset(prints[student].covers)].append(student)
+    groups = [tuple(students) for students in same.values()]  # the students of each code, one or more
+    whole = {g: prints[g[0]] for g in groups}
+    published = _published(release, solution, boilerplate)
+    if published is None:
+        return Found(_entries(whole, whole, threshold), None, codes, prints, skipped)
+    matched = [(g, score) for g in groups if (score := _score(whole[g], published)) >= threshold]
+    own = {g: _Print(whole[g].fingerprint, leave=published.covers) for g in groups}
+    return Found(_entries(own, whole, threshold), sorted(matched, key=lambda m: (-m[1], m[0])), codes, prints,
+                 skipped)
+
+
+def _entries(own: dict, whole: dict, threshold: float) -> list[Pair]:
+    """The groups of several students (``own``: each code's fingerprints outside the solution, by its students;
+    ``whole``: all of them), and the pairs whose code outside the solution scores at least ``threshold``, rarest
+    first."""
+    held = Counter()  # fingerprint -> the students who have it
+    for g, mine in own.items():
+        held.update(dict.fromkeys(mine.covers, len(g)))
+    live = [g for g, mine in own.items() if mine.coverage]
+    scored = [(g, g, 1.0) for g in live if len(g) > 1]
+    scored += [(a, b, score) for i, a in enumerate(live) for b in live[i + 1:]
+               if (score := _score(own[a], own[b])) >= threshold]
+    pairs = [Pair(a, () if a == b else b, score,
+                  _rarity((own[a], own[b]), (whole[a], whole[b]), held, len(set(a + b)))) for a, b, score in scored]
+    return sorted(pairs, key=lambda p: (-p.rarity, -p.score, p.a, p.b))
 
 
 def student_code(release, nb) -> str:
@@ -145,6 +188,18 @@ def _release_code(release) -> str:
     return "\n".join(_text(c.source) for c in release.cells if c.cell_type == "code") + "\n" + _join(answers)
 
 
+def _published(release, solution: Path | None, boilerplate) -> _Print | None:
+    """The answer cells of the notebook ``solution`` as a student who handed them in, fingerprinted, or None."""
+    if solution is None:
+        return None
+    import nbformat
+
+    answers = nbmeta.solution_sources(nbformat.read(solution, as_version=4))
+    fingerprint = _fingerprint(_safe_code(release, nbmeta.with_answers(copy.deepcopy(release), answers)),
+                               boilerplate=boilerplate)
+    return _Print(fingerprint) if fingerprint is not None and fingerprint.hash_idx else None
+
+
 def _fingerprint(code: str, boilerplate=(), window: int = WINDOW):
     """copydetect's fingerprint of ``code`` (tokens normalised, winnowed, ``boilerplate`` hashes left out),
     or None when pygments or copydetect cannot take it."""
@@ -158,45 +213,61 @@ def _fingerprint(code: str, boilerplate=(), window: int = WINDOW):
 
 
 class _Print:
-    """A student's fingerprint, with what each of its hashes covers of the normalised code as the bits of an
-    int, so that a pair's score is two ORs and two bit counts: the same number as ``compare_files`` (the
+    """A student's fingerprints but those in ``leave``, with what each covers of the normalised code as the bits
+    of an int, so that a score is two ORs and two bit counts: the same number as ``compare_files`` (the
     positions its matched k-grams cover, over the positions all its k-grams cover), without its numpy arrays."""
 
-    def __init__(self, fingerprint):
-        self.fingerprint = fingerprint
-        run = (1 << fingerprint.k) - 1
-        self.covers: dict[int, int] = {}
+    def __init__(self, fingerprint, leave=()):
+        self.fingerprint, self.covers, run, every = fingerprint, {}, (1 << fingerprint.k) - 1, 0
         for hash_value, starts in fingerprint.hash_idx.items():
             bits = 0
             for start in starts:
                 bits |= run << int(start)
-            self.covers[int(hash_value)] = bits
-        self.coverage = int(fingerprint.token_coverage)
+            if int(hash_value) not in leave:
+                self.covers[int(hash_value)] = bits
+                every |= bits
+        self.coverage = every.bit_count()
 
 
-def _score(a: _Print, b: _Print) -> tuple[float, tuple[int, int]]:
-    """copydetect's similarity of the two averaged (the share of each one's code that the other has), and the
-    characters of normalised code of each that the other has."""
+def _score(a: _Print, b: _Print) -> float:
+    """copydetect's similarity of the two averaged: the share of each one's code that the other has."""
     common = a.covers.keys() & b.covers.keys()
-    if not common:
-        return 0.0, (0, 0)
-    matched = []
-    for mine in (a, b):
-        bits = 0
-        for hash_value in common:
-            bits |= mine.covers[hash_value]
-        matched.append(bits.bit_count())
-    return min(1.0, (matched[0] / a.coverage + matched[1] / b.coverage) / 2), (matched[0], matched[1])
+    return sum(_covered(mine, common) / mine.coverage for mine in (a, b)) / 2 if common else 0.0
 
 
-def _matched_spans(a: _Print, b: _Print, code_a: str, code_b: str) -> tuple[tuple[Span, ...], tuple[Span, ...]]:
-    """Where the two match in their code, from copydetect's ``compare_files``."""
+def _covered(mine: _Print, hashes) -> int:
+    bits = 0
+    for hash_value in hashes:
+        bits |= mine.covers[hash_value]
+    return bits.bit_count()
+
+
+def _rarity(own: tuple[_Print, _Print], whole: tuple[_Print, _Print], held: Counter, members: int) -> float:
+    """The share of each side's code (``whole``) that the two have in common outside the solution (``own``),
+    each position counted 1/(1 + n), n the students outside the entry who have its rarest fingerprint; averaged."""
+    by_others = defaultdict(list)
+    for hash_value in own[0].covers.keys() & own[1].covers.keys():
+        by_others[held[hash_value] - members].append(hash_value)
+    shares = []
+    for mine, total in zip(own, whole, strict=True):
+        bits, counted, weighted = 0, 0, 0.0
+        for others in sorted(by_others):  # the rarest first: a position counts once, as its rarest fingerprint
+            for hash_value in by_others[others]:
+                bits |= mine.covers[hash_value]
+            weighted, counted = weighted + (bits.bit_count() - counted) / (1 + others), bits.bit_count()
+        shares.append(weighted / total.coverage)
+    return min(1.0, sum(shares) / 2)
+
+
+def _matched_spans(found: Found, p: Pair) -> tuple[tuple[Span, ...], tuple[Span, ...]]:
+    """Where the two students the page shows of ``p`` match in their code, from copydetect's ``compare_files``."""
     from copydetect import compare_files
 
+    a, b = shown(p)
     try:
-        _, _, (slices_a, slices_b) = compare_files(a.fingerprint, b.fingerprint)
-        return _spans(slices_a, len(code_a)), _spans(slices_b, len(code_b))
-    except Exception:  # noqa: BLE001 - the pair is listed all the same, its code shown unmarked
+        _, _, (slices_a, slices_b) = compare_files(found.prints[a].fingerprint, found.prints[b].fingerprint)
+        return _spans(slices_a, len(found.codes[a])), _spans(slices_b, len(found.codes[b]))
+    except Exception:  # noqa: BLE001 - the entry is listed all the same, its code shown unmarked
         return (), ()
 
 
@@ -215,81 +286,3 @@ def _text(source, limit: int | None = None) -> str:
     text = source if isinstance(source, str) else "".join(map(str, source)) if isinstance(source, list) else ""
     return _CONTROL.sub("\ufffd", text[:limit].replace("\r\n", "\n").replace("\r", "\n"))
 
-
-# ------------------------------------------------------------------ the page
-
-STYLE = """body{font-family:system-ui,sans-serif;color:#1a1a1a;background:#fff;max-width:80rem;margin:1rem auto;
-padding:0 1rem;line-height:1.5}a{color:#0b5394}table{border-collapse:collapse}th,td{border:1px solid #767676;
-padding:.25rem .5rem;text-align:left;vertical-align:top}th{background:#f0f0f0}td.num{text-align:right}
-.code td{width:50%}pre{margin:0;white-space:pre-wrap;overflow-wrap:anywhere;font-size:.85rem}
-mark{background:#ffe066;color:#000;text-decoration:underline;text-decoration-thickness:2px;font-weight:bold}
-.note{border-left:4px solid #0b5394;padding:.25rem .75rem;background:#f4f8fc}"""
-
-SEES = """<div class="note">
-<p><strong>What this page can and cannot see.</strong> Each student's own code (answer cells and added cells,
-without the template and the visible checks that everyone was given) is cut into tokens, every name is replaced
-by one letter, and overlapping runs of {noise} characters of the result are fingerprinted (copydetect's
-winnowing). So renamed variables and functions, functions and lines in another order, other comments and
-spacing still match.
-A solution rewritten in other steps is not, and two students who both wrote the short, obvious answer may be
-alike without copying anything. Only the first {cap:,} characters of each student's code are compared.</p>
-<p>A pair is a reason to read both submissions, never a verdict, and no score is changed by this page.</p>
-</div>"""
-
-
-def page(pairs: list[Pair], codes: dict[str, str], shown: dict, threshold: float, n_students: int,
-         skipped: list[str]) -> str:
-    """The report as one HTML page that loads nothing; every student's text (names too) is escaped."""
-    e = html.escape
-    head = (f"<p>{n_students} submissions; {len(codes)} with code of their own were compared, pair by pair. "
-            f"Pairs scoring at least {threshold:.0%} (the share of each one's fingerprinted code that the other "
-            f"has, averaged over the two) are listed, highest first.</p>")
-    if skipped:
-        head += (f"<p>Not compared, with no code of their own beyond the template: "
-                 f"{e(', '.join(skipped))}.</p>")
-    if not pairs:
-        body = f"<p><strong>No pair of submissions scores {threshold:.0%} or more.</strong></p>"
-    else:
-        rows = "".join(
-            f"<tr><td class='num'>{i}</td><td>{e(p.a)}</td><td>{e(p.b)}</td><td class='num'>{p.score:.0%}</td>"
-            f"<td>{_link(i)}</td></tr>" for i, p in enumerate(pairs[:limits.MAX_LISTED], 1))
-        more = (f"<p>and {len(pairs) - limits.MAX_LISTED} more pairs, not listed.</p>"
-                if len(pairs) > limits.MAX_LISTED else "")
-        more += (f"<p>The code of the first {limits.MAX_SHOWN} pairs is shown below.</p>"
-                 if len(pairs) > limits.MAX_SHOWN else "")
-        body = (f"<table><caption>{len(pairs)} pair{'s' if len(pairs) != 1 else ''} at or above "
-                f"{threshold:.0%}</caption><thead><tr><th scope='col'>#</th><th scope='col'>first student</th>"
-                f"<th scope='col'>second student</th><th scope='col'>score</th><th scope='col'>code</th></tr></thead>"
-                f"<tbody>{rows}</tbody></table>{more}")
-        body += "".join(_side_by_side(i, p, codes, shown[p.a, p.b]) for i, p in enumerate(pairs[:limits.MAX_SHOWN], 1))
-    return ("<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-            "<meta name='viewport' content='width=device-width, initial-scale=1'>"
-            f"<title>Similarity of submissions</title><style>{STYLE}</style></head><body><main>"
-            f"<h1>Similarity of submissions</h1>{SEES.format(noise=NOISE, cap=limits.MAX_CODE_CHARS)}{head}{body}"
-            "</main></body></html>\n")
-
-
-def _link(i: int) -> str:
-    return f"<a href='#pair-{i}'>pair {i}'s code</a>" if i <= limits.MAX_SHOWN else "not shown"
-
-
-def _side_by_side(i: int, p: Pair, codes: dict[str, str], spans) -> str:
-    e = html.escape
-    left, right = (_marked(codes[s], where) for s, where in zip((p.a, p.b), spans, strict=True))
-    return (f"<section id='pair-{i}'><h2>{i}. {e(p.a)} and {e(p.b)}: {p.score:.0%}</h2>"
-            "<p>Matched code is marked (highlighted, bold and underlined).</p>"
-            f"<table class='code'><caption>The code of {e(p.a)} and {e(p.b)} side by side</caption>"
-            f"<thead><tr><th scope='col'>{e(p.a)}</th><th scope='col'>{e(p.b)}</th></tr></thead>"
-            f"<tbody><tr><td><pre>{left}</pre></td><td><pre>{right}</pre></td></tr></tbody></table></section>")
-
-
-def _marked(code: str, spans: tuple[Span, ...]) -> str:
-    """``code`` escaped, with each span in ``<mark>``."""
-    out, at = [], 0
-    for start, end in spans:
-        start = max(start, at)
-        if end <= start:
-            continue
-        out += [html.escape(code[at:start]), "<mark>", html.escape(code[start:end]), "</mark>"]
-        at = end
-    return "".join([*out, html.escape(code[at:])])

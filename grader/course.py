@@ -17,8 +17,10 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader import roster
 from grader.course_page import cell, page
 from grader.report import clean
+from grader.roster import Enrolled
 from tools.paths import ROOT, assignments
 
 # The columns after the points per assignment: each student's counts over the term.
@@ -49,6 +51,7 @@ class Graded:
     assignment: str
     max_score: float
     entries: list[Entry] = field(default_factory=list)
+    roster: list[Enrolled] = field(default_factory=list)  # the platform's students, when the run had --export
 
 
 def graded(grading: Path) -> list[Graded]:
@@ -57,7 +60,8 @@ def graded(grading: Path) -> list[Graded]:
     for assignment in assignments():
         db = grading / assignment / "_nbgrader" / "gradebook.db"
         if db.is_file() and _is_gradebook(db) and (book := _gradebook(db, assignment)) is not None:
-            found.append(Graded(assignment, book[0], _entries(grading / assignment, book[1])))
+            found.append(Graded(assignment, book[0], _entries(grading / assignment, book[1]),
+                                roster.read(grading / assignment)))
     return found
 
 
@@ -146,7 +150,8 @@ def _term(grading: Path) -> list[Graded]:
 def _join(term: list[Graded]) -> list[dict]:
     max_total = sum(g.max_score for g in term)
     people: dict[tuple, dict] = {}
-    for g, entry in _matched(term):
+    names = _moodle_names(term)
+    for g, entry in _matched(term, names):
         person = people.setdefault(entry[0], {"scores": {}, "late": 0, "flagged": 0})
         e = entry[1]
         if g.assignment in person["scores"]:
@@ -157,11 +162,14 @@ def _join(term: list[Graded]) -> list[dict]:
         person["flagged"] += e.flagged
         person["student"], person["name"] = e.student, e.name or person.get("name", "")
         person["platform_id"] = e.platform_id or person.get("platform_id", "")
+    for key, who in _enrolled(term, names):  # on the platform's roster, without a graded submission so far
+        people.setdefault(key, {"scores": {}, "late": 0, "flagged": 0, "student": who.student, "name": who.name,
+                                "platform_id": who.platform_id})
     rows = [_row(p, term, max_total) for p in people.values()]
     return sorted(rows, key=lambda r: (r["student"].casefold(), r["student"], r["name"]))
 
 
-def _matched(term: list[Graded]) -> list[tuple[Graded, tuple[tuple, Entry]]]:
+def _matched(term: list[Graded], names: dict[str, bool]) -> list[tuple[Graded, tuple[tuple, Entry]]]:
     """(assignment, (person key, entry)) for every entry, in course order. A platform id that names the student for
     the whole term (Canvas's user id, nbgrader's student) is the key; an entry without one joins the one person
     seen with its student id and such a platform id, if there is one; else a Moodle entry joins by the full name
@@ -171,7 +179,6 @@ def _matched(term: list[Graded]) -> list[tuple[Graded, tuple[tuple, Entry]]]:
         for e in g.entries:
             if _lasting(e):
                 by_id.setdefault(e.student, set()).add(("platform", e.platform, e.platform_id))
-    names = _moodle_names(term)
     out = []
     for g in term:
         for e in g.entries:
@@ -179,6 +186,22 @@ def _matched(term: list[Graded]) -> list[tuple[Graded, tuple[tuple, Entry]]]:
             key = (("platform", e.platform, e.platform_id) if _lasting(e) else next(iter(seen)) if len(seen) == 1
                    else ("moodle", e.name) if e.platform == "moodle" and names.get(e.name) else ("student", e.student))
             out.append((g, (key, e)))
+    return out
+
+
+def _enrolled(term: list[Graded], names: dict[str, bool]) -> list[tuple[tuple, Enrolled]]:
+    """(person key, student) for everyone on an assignment's roster but its graded submissions' students, keyed as
+    ``_matched`` keys an entry: Canvas's user id; Moodle's full name when it may join (else its participant id in
+    that assignment, a row of its own)."""
+    out = []
+    for g in term:
+        graded_ids = {(e.platform, e.platform_id) for e in g.entries}
+        for who in g.roster:
+            if (who.platform, who.platform_id) in graded_ids:
+                continue
+            key = (("platform", who.platform, who.platform_id) if who.platform != "moodle" else
+                   ("moodle", who.name) if names.get(who.name) else ("roster", g.assignment, who.platform_id))
+            out.append((key, who))
     return out
 
 
@@ -196,12 +219,22 @@ def _moodle_names(term: list[Graded]) -> dict[str, bool]:
         for e in g.entries:
             if e.platform == "moodle" and e.name and not _lasting(e):
                 counts[e.name] = counts.get(e.name, 0) + 1
+        for name, n in _roster_names(g).items():  # two enrolled of one name, one of them graded, stay apart
+            counts[name] = max(n, counts.get(name, 0))
         for name, n in counts.items():
             if n > 1 and ok.get(name, True):
                 print(f"{g.assignment}: {n} Moodle students are named {clean(name)!r}: their rows are not joined by "
                       "name (join them by hand)", file=sys.stderr)
             ok[name] = ok.get(name, True) and n == 1
     return ok
+
+
+def _roster_names(g: Graded) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for who in g.roster:
+        if who.platform == "moodle" and who.name:
+            counts[who.name] = counts.get(who.name, 0) + 1
+    return counts
 
 
 def _row(person: dict, term: list[Graded], max_total: float) -> dict:

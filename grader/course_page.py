@@ -27,7 +27,7 @@ def page(rows: list[dict], term: list, columns: list[str]) -> str:
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{title}</title>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_STYLE}</style></head>"
             f"<body><main><h1>{title}</h1>"
-            f"<p>{len(rows)} student(s), {len(term)} assignment(s) graded so far, out of "
+            f"<p>{len(rows)} student(s){_none_in(rows)}, {len(term)} assignment(s) graded so far, out of "
             f"{cell(sum(g.max_score for g in term))} points; the students' mean is {mean:.1f}%.</p>"
             f"<figure><img src='data:image/png;base64,{base64.b64encode(png).decode()}' alt='{html.escape(alt)}'>"
             f"<figcaption>Per assignment (by its number): the spread of the percent scores of the graded "
@@ -35,6 +35,12 @@ def page(rows: list[dict], term: list, columns: list[str]) -> str:
             f"</figcaption></figure>"
             f"<table><caption>Points per assignment (a dash: no graded submission), total and counts"
             f"</caption><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table></main></body></html>")
+
+
+def _none_in(rows: list[dict]) -> str:
+    """How many of the class (the platform's roster, when a run had one) have no graded submission at all."""
+    none = sum(1 for r in rows if not r["submitted"])
+    return f" ({none} with no graded submission)" if none else ""
 
 
 def cell(value) -> str:

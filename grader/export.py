@@ -2,25 +2,23 @@
 
 Grades back: :func:`export` fills Canvas's gradebook export (``lib/gradebook_exporter.rb``, read back by
 ``gradebook_importer.rb``) or Moodle's offline grading worksheet (``mod/assign/feedback/offline``), changing only the
-cells it fills; :func:`check` tries it before anything is graded. :func:`bundle_feedback` and
-:func:`moodle_feedback_files` pack the feedback pages for return. Whose download a file is: ``grader/platforms.py``.
+cells it fills; :func:`check` tries it before anything is graded. The feedback pages go back in one zip per class
+(``grader/handback.py``). Whose download a file is: ``grader/platforms.py``.
 """
 
 from __future__ import annotations
 
 import csv
 import html
-import os
 import re
-import stat
 import tempfile
-import zipfile
 from datetime import datetime
 from functools import partial
 from pathlib import Path
 
+from grader import roster
+from grader.handback import feedback_zip
 from grader.report import clean, summary_line
-from grader.student_ids import SAFE_ID, ascii_name
 
 CANVAS_ASSIGNMENT = re.compile(r"^(?P<title>.*?)\s*\((?P<id>\d+)\)\s*$")
 CANVAS_TOTALS = re.compile(r"(Current|Final|Unposted|Override) (Score|Points|Grade|Status)")
@@ -45,6 +43,7 @@ def export(kind: str, platform_file: Path, rows: list[dict], assignment: str, ou
     out.mkdir(parents=True, exist_ok=True)
     done["import"], done["unmatched"] = out / f"{kind}_import.csv", out / f"{kind}_unmatched.txt"
     done["import"].write_bytes(table.dump())
+    done["roster"] = roster.write(out, kind, done.pop("enrolled"), Path(platform_file).resolve())
     lines = [f"in the {kind} file, without a graded submission: {clean(who)}" for who in done["without_submission"]]
     lines += [f"graded, without a student in the {kind} file: {clean(r['student'])} ({clean(r.get('file', ''))})"
               for r in done["without_match"]]
@@ -53,7 +52,7 @@ def export(kind: str, platform_file: Path, rows: list[dict], assignment: str, ou
 
 
 def again(out: Path, assignment: str, settings: dict | None, max_points: dict[str, float]) -> str:
-    """After points given by hand: the platform's file and the feedback bundles written again from ``grades.csv``,
+    """After points given by hand: the platform's file and its feedback zip written again from ``grades.csv``,
     with the run's ``--export`` ``settings`` (``run.json``). Returns what was done, in a line."""
     if not settings:
         return "no platform file to fill again (the run had no --export)"
@@ -67,10 +66,8 @@ def again(out: Path, assignment: str, settings: dict | None, max_points: dict[st
         if row["status"] == "graded":
             row["summary"] = summary_line(row["score"], row, max_points)
     done = export(settings["kind"], platform_file, rows, assignment, out, settings.get("column"))
-    bundle_feedback(out, rows)
-    if settings["kind"] == "moodle":
-        moodle_feedback_files(out, rows)
-    return f"{done['import'].name} and the feedback bundles written again"
+    bundle = feedback_zip(settings["kind"], out, rows)
+    return f"{done['import'].name} and {bundle.name if bundle else 'the feedback zip'} written again"
 
 
 def check(kind: str, platform_file: Path, assignment: str, column: str | None = None) -> None:
@@ -83,12 +80,15 @@ def _canvas(table: Table, rows: list[dict], assignment: str, column: str | None)
     header = table.values(0)
     col, id_at = _canvas_column(header, assignment, column), _index(header, "ID", "the Canvas gradebook export")
     by_id, possible = {str(r["platform_id"]): r for r in rows}, None
-    done = {"kind": "canvas", "column": header[col], "filled": 0, "without_submission": [], "scaled": None}
+    done = {"kind": "canvas", "column": header[col], "filled": 0, "without_submission": [], "scaled": None,
+            "enrolled": []}
     for i in range(1, len(table.records)):
         values = table.values(i)
         if "Points Possible" in values[0]:
             possible = _number(values[col] if col < len(values) else "")
         elif len(values) > max(col, id_at) and values[id_at].strip().isdigit():
+            if values[col].strip() != "N/A" and values[0].strip() not in roster.CANVAS_TEST_STUDENT:
+                done["enrolled"].append((values[id_at].strip(), values[0].strip()))
             row = by_id.pop(values[id_at].strip(), None)
             if row is None:
                 done["without_submission"].append(f"{values[0]} (ID {values[id_at].strip()})")
@@ -135,13 +135,15 @@ def _moodle_sheet(table: Table, rows: list[dict], assignment: str, column: str |
     at["feedback"] = header.index(MOODLE_COLUMNS["feedback"]) if MOODLE_COLUMNS["feedback"] in header else None
     by_id = {str(r["platform_id"]): r for r in rows}
     done = {"kind": "moodle", "filled": 0, "without_submission": [], "scaled": None,
-            "feedback": at["feedback"] is not None}
+            "feedback": at["feedback"] is not None, "enrolled": []}
+    name_at = header.index("full name") if "full name" in header else 1
     last = max(v for v in at.values() if v is not None)
     for i in range(1, len(table.records)):
         values = table.values(i)
         pid = re.search(r"(\d+)\s*$", values[at["id"]]) if len(values) > last else None
         if pid is None:
             continue
+        done["enrolled"].append((pid[1], values[name_at].strip() if name_at < len(values) else ""))
         row = by_id.pop(pid[1], None)
         if row is None:
             done["without_submission"].append(f"{values[1] if len(values) > 1 else ''} ({values[at['id']]})")
@@ -235,65 +237,3 @@ def _records(text: str, delimiter: str) -> list[tuple[list[str], str]]:
 
 def _unquote(cell: str) -> str:
     return cell[1:-1].replace('""', '"') if len(cell) >= 2 and cell[0] == cell[-1] == '"' else cell
-
-
-# ------------------------------------------------------------------------------ feedback bundles
-
-
-def bundle_feedback(out: Path, rows: list[dict]) -> list[Path]:
-    """``out/return/<student>.zip`` for every row with a page: ``<student>.html`` and the pages' ``_static/``."""
-    pages, made = out / "feedback", []
-    static = _regular_files(pages / "_static")
-    (out / "return").mkdir(parents=True, exist_ok=True)
-    for student in dict.fromkeys(r["student"] for r in rows):
-        if (page := _page(pages, student)) is None:
-            continue
-        target = out / "return" / f"{student}.zip"
-        with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as bundle:
-            bundle.write(page, page.name)
-            for path in static:
-                bundle.write(path, path.relative_to(pages).as_posix())
-        made.append(target)
-    return made
-
-
-def moodle_feedback_files(out: Path, rows: list[dict]) -> Path | None:
-    """``out/moodle_feedback.zip`` for Moodle's "Upload multiple feedback files in a zip": one folder per participant,
-    ``<name>_<participant id>_assignfeedback_file/<student>.html``, as ``mod/assign/feedback/file/importziplib.php``
-    reads it (the participant id is the second ``_``-separated part). The page of the graded row, else of the first."""
-    chosen: dict[str, dict] = {}
-    for r in rows:
-        pid = str(r.get("platform_id", ""))
-        if r.get("platform") != "moodle" or not pid.isdigit() or _page(out / "feedback", r["student"]) is None:
-            continue
-        if pid not in chosen or (r.get("status") == "graded" and chosen[pid].get("status") != "graded"):
-            chosen[pid] = r
-    if not chosen:
-        return None
-    target = out / "moodle_feedback.zip"
-    with zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as bundle:
-        for pid, r in sorted(chosen.items()):
-            label = re.sub(r"[^A-Za-z0-9]+", " ", ascii_name(str(r.get("name", "")))).strip()[:60] or "Participant"
-            folder = f"{label}_{pid}_assignfeedback_file"
-            bundle.write(_page(out / "feedback", r["student"]), f"{folder}/{r['student']}.html")
-    return target
-
-
-def _page(pages: Path, student: str) -> Path | None:
-    """The student's feedback page, if it is a regular file and the id a plain name (never a path)."""
-    if not SAFE_ID.fullmatch(str(student)):
-        return None
-    page = pages / f"{student}.html"
-    try:
-        return page if stat.S_ISREG(os.lstat(page).st_mode) else None
-    except OSError:
-        return None
-
-
-def _regular_files(folder: Path) -> list[Path]:
-    """The regular files below ``folder``, links neither followed nor taken."""
-    found = []
-    for root, dirs, files in os.walk(folder, followlinks=False):
-        dirs.sort()
-        found += [Path(root, f) for f in sorted(files) if stat.S_ISREG(os.lstat(Path(root, f)).st_mode)]
-    return found

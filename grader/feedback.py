@@ -31,12 +31,21 @@ IGNORE = "mathjax_ignore tex2jax_ignore"  # MathJax 3's class, and MathJax 2's
 # Student text is typeset too (printed output, markdown answers): the safe extension filters what TeX can make
 # (\\href to javascript:, styles, ids), and the extensions TeX may autoload are shipped beside the page. The
 # grader's own boxes carry MathJax 3's ignore class.
+# Where the page is opened without its _static/ folder (a learning platform keeps the page alone), the formulas stay
+# TeX and the note at the top says so; MathJax, once it has loaded, takes the note away.
 LOCAL_MATHJAX = """<script>
 window.MathJax = {loader: {load: ["ui/safe"]},
                   tex: {inlineMath: [["$", "$"], ["\\\\(", "\\\\)"]], processEscapes: true},
-                  options: {ignoreHtmlClass: "mathjax_ignore", menuOptions: {settings: {inTabOrder: false}}}};
+                  options: {ignoreHtmlClass: "mathjax_ignore", menuOptions: {settings: {inTabOrder: false}}},
+                  startup: {pageReady: () => {
+                    document.getElementById("tex-note")?.remove();
+                    return MathJax.startup.defaultPageReady();
+                  }}};
 </script>
 <script src="_static/mathjax/tex-mml-chtml.js" async></script>"""
+TEX_NOTE = (f"<p id='tex-note' class='{IGNORE}' style='margin:8px'>The formulas on this page are shown as TeX "
+            "source: MathJax, which typesets them, did not run here (it is read from the <code>_static</code> folder "
+            "beside the page).</p>")
 
 
 def _png(data) -> bool:
@@ -128,7 +137,7 @@ def _page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     body = re.sub(r"<!-- Load mathjax -->.*?<!-- End of mathjax configuration -->", lambda m: LOCAL_MATHJAX, body,
                   count=1, flags=re.S)
-    box = notes_html(problems, sandboxed)
+    box = TEX_NOTE + notes_html(problems, sandboxed)
     return re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + box, body, count=1) if box else body
 
 

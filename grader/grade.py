@@ -200,10 +200,10 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
     report.write_summary(out, rows, list(max_points), max_points)
     from grader import similarity
 
-    pairs = similarity.report(release, book.notebooks, out / "similarity.html",
+    found = similarity.report(release, book.notebooks, out / "similarity.html", notebook_path("solutions", assignment),
                               similarity.THRESHOLD if opts.similar is None else opts.similar)
     exported = _export(out, rows, assignment, opts) if opts.export else None
-    report.closing(out, rows, max_points, run_info, progress, has_mathjax, pairs, exported, unsafe)
+    report.closing(out, rows, max_points, run_info, progress, has_mathjax, found, exported, unsafe)
     return 0
 
 
@@ -280,8 +280,9 @@ def _run_all(assignment: str, ready: list, book: Book, progress: Progress, jobs:
 
 
 def _export(out: Path, rows: list[dict], assignment: str, opts: Options) -> dict | None:
-    """Grades back to the platform (``--export``) and the pages bundled for return; None if it failed (said)."""
-    from grader.export import bundle_feedback, export, moodle_feedback_files
+    """Grades, roster and feedback zip for the platform (``--export``); None if it failed (said)."""
+    from grader.export import export
+    from grader.handback import feedback_zip
 
     kind, path = opts.export
     try:
@@ -289,9 +290,7 @@ def _export(out: Path, rows: list[dict], assignment: str, opts: Options) -> dict
     except ValueError as exc:
         print(f"--export {kind}: {exc}", file=sys.stderr)
         return None
-    bundle_feedback(out, rows)
-    if kind == "moodle":
-        moodle_feedback_files(out, rows)
+    exported["feedback_zip"] = feedback_zip(kind, out, rows)
     return exported
 
 

@@ -3,7 +3,7 @@
 The points are nbgrader's manual score of that cell in the run's gradebook (``grading/<id>/_nbgrader/``), so they
 stay through every regrade (``--only``, ``--resume`` or a whole new run) until cleared. The student's row of
 ``grades.csv`` and feedback page are updated at once from the saved result, and so are the platform's import file
-and the feedback bundles when the run wrote them (``--export``). ``make manual`` runs it in the project's
+and the feedback zip when the run wrote them (``--export``). ``make manual`` runs it in the project's
 environment.
 """
 

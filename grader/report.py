@@ -134,7 +134,7 @@ def needs_attention(row: dict, unsafe: bool) -> bool:
 
 
 def closing(out: Path, table: list[dict], max_points: dict, run_info: dict, progress, has_mathjax: bool,
-            pairs: list, exported: dict | None, unsafe: bool) -> None:
+            similar, exported: dict | None, unsafe: bool) -> None:
     """The closing summary: a screen at most, whatever the size of the class."""
     from grader import sandbox
 
@@ -161,12 +161,16 @@ def closing(out: Path, table: list[dict], max_points: dict, run_info: dict, prog
     if superseded:
         print(f"{len(superseded)} earlier submission(s) not graded, a later one of the same student was "
               "(status superseded in grades.csv)")
-    print(f"{len(pairs)} pair(s) of submissions unusually alike: {out / 'similarity.html'}" if pairs else
-          "no pair of submissions is unusually alike")
+    pasted = sum(len(students) for students, _ in similar.solution or [])
+    print((f"{len(similar.pairs)} pair(s) or group(s) of submissions unusually alike" if similar.pairs else
+           "no pair of submissions is unusually alike") + (f"; {pasted} submission(s) match the published solution"
+                                                            if pasted else "") + f": {out / 'similarity.html'}")
     if exported is not None:
         print(f"grades for the platform: {exported['import']}; {len(exported['without_submission'])} student(s) "
               f"without a graded submission, {len(exported['without_match'])} submission(s) without a match (see "
               f"{exported['unmatched']})")
+        if exported.get("feedback_zip"):
+            print(f"feedback pages for the platform's upload, in one zip: {exported['feedback_zip']}")
     print(f"wrote {out / 'grades.csv'}, {out / 'summary.png'} and {len(table)} page(s) in {out / 'feedback'}")
     if progress.done:
         print(f"{progress.elapsed() / progress.done:.1f} s per submission ({progress.done} graded in "

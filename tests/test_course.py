@@ -277,3 +277,77 @@ def test_main_writes_both_files_where_told(grading, tmp_path, capsys):
     assert (tmp_path / "term" / "course.csv").read_text(encoding="utf-8") == \
         (grading / "course.csv").read_text(encoding="utf-8")
     assert (tmp_path / "term" / "course.html").is_file() and "course.html" in capsys.readouterr().out
+
+
+def _canvas_gradebook(path: Path, students: list[tuple[str, str, str]]) -> Path:
+    """Canvas's gradebook export as ``lib/gradebook_exporter.rb`` writes it (see tests/test_platforms.py): the
+    student's sortable name and user id, ``N/A`` where the assignment is not theirs, the Test Student last."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["Student", "ID", "SIS User ID", "SIS Login ID", "Section", "Notebook (40001)", "Current Score"])
+        w.writerow(["    Points Possible", "", "", "", "", "5.00", "(read only)"])
+        for name, uid, cell in students:
+            w.writerow([name, uid, "", f"login{uid}", "Section A", cell, "80"])
+    return path
+
+
+def _moodle_worksheet(path: Path, people: list[tuple[str, str]]) -> Path:
+    """Moodle's grading worksheet (see tests/test_platforms.py): one row per participant of the assignment."""
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum grade",
+                    "Grade can be changed", "Last modified (submission)", "Last modified (grade)", "Feedback comments"])
+        for pid, name in people:
+            w.writerow([f"Participant {pid}", name, f"p{pid}@example.org", "No submission", "", "100.00", "Yes", "-",
+                        "-", ""])
+    return path
+
+
+def test_the_platforms_roster_counts_students_who_handed_nothing_in(tmp_path):
+    """The grading run (``--export``) keeps the students of the Canvas export it filled: Nora, enrolled, never
+    handed A in, and gets her row (no points, 0 submitted, counted in the share of the class); Ed, for whom A is
+    ``N/A`` (not his assignment), and Canvas's Test Student do not. Before, the term listed submitters only."""
+    from grader import export
+
+    with _new_gradebooks():
+        _assignment(tmp_path, A, {"ex1": 2, "ex2": 3}, {"alice_1001": {"ex1": 2, "ex2": 3}, "bob_1002": {"ex1": 1}},
+                    [_row("alice_1001", 5, platform_id="1001", name="alice"),
+                     _row("bob_1002", 1, platform_id="1002", name="bob")])
+    sheet = _canvas_gradebook(tmp_path / "gradebook.csv", [
+        ("Alice, A", "1001", ""), ("Bob, B", "1002", ""), ("Never, Nora", "1005", ""), ("Elsewhere, Ed", "1006", "N/A"),
+        ("Student, Test", "1099", "")])
+    with open(tmp_path / A / "grades.csv", newline="", encoding="utf-8") as f:
+        rows = [{**r, "max_score": "5"} for r in csv.DictReader(f)]
+    export.export("canvas", sheet, rows, A, tmp_path / A, column="40001")
+    course.write(tmp_path, tmp_path)
+    _, rows = _course_csv(tmp_path)
+    assert list(rows) == ["alice_1001", "bob_1002", "nevernora_1005"]
+    nora = rows["nevernora_1005"]
+    assert (nora["name"], nora["platform_id"], nora[A], nora["total"], nora["submitted"]) == \
+        ("Never, Nora", "1005", "", "0", "0")
+    page = (tmp_path / "course.html").read_text(encoding="utf-8")
+    assert "<p>3 student(s) (1 with no graded submission), 1 assignment(s) graded so far" in page
+    (image,) = _images(page)
+    assert f"{A}: median 60%, lowest 20%, highest 100%, 2 of 3 handed in" in image["alt"]
+
+
+def test_moodles_roster_joins_its_students_by_name_across_assignments(tmp_path):
+    """Moodle's worksheets give each participant a new id per assignment: Ben, who handed in nothing in either, is
+    one row; Ana's graded A and her empty C are one row. Two enrolled students named Kim Park in C, one graded: they
+    stay two rows."""
+    from grader import export
+
+    with _new_gradebooks():
+        _assignment(tmp_path, A, {"ex1": 2, "ex2": 3}, {"Ana_Lima_20": {"ex1": 2}},
+                    [_row("Ana_Lima_20", 2, platform="moodle", platform_id="20", name="Ana Lima")])
+        _assignment(tmp_path, C, {"ex1": 5}, {"Kim_Park_45": {"ex1": 5}},
+                    [_row("Kim_Park_45", 5, platform="moodle", platform_id="45", name="Kim Park")])
+    for assignment, people in ((A, [("20", "Ana Lima"), ("21", "Ben Ode")]),
+                               (C, [("40", "Ana Lima"), ("41", "Ben Ode"), ("45", "Kim Park"), ("46", "Kim Park")])):
+        with open(tmp_path / assignment / "grades.csv", newline="", encoding="utf-8") as f:
+            graded = [{**r, "max_score": "5"} for r in csv.DictReader(f)]
+        export.export("moodle", _moodle_worksheet(tmp_path / f"{assignment}.csv", people), graded, assignment,
+                      tmp_path / assignment)
+    rows = {(r["name"], r["student"]): (r[A], r[C], r["submitted"]) for r in course.join(tmp_path)}
+    assert rows == {("Ana Lima", "Ana_Lima_20"): (2.0, None, 1), ("Ben Ode", "Ben_Ode_21"): (None, None, 0),
+                    ("Kim Park", "Kim_Park_45"): (None, 5.0, 1), ("Kim Park", "Kim_Park_46"): (None, None, 0)}

@@ -79,8 +79,8 @@ def loop(tmp_path_factory):
                              out], cwd=ROOT, env=venv_env(), capture_output=True, text=True, timeout=120)
     rows_manual = read_rows(out / A)
     imported_manual = (out / A / "canvas_import.csv").read_text(encoding="utf-8")
-    with zipfile.ZipFile(out / A / "return" / "doejohn_1001.zip") as z:
-        returned_manual = z.read("doejohn_1001.html").decode("utf-8")
+    with zipfile.ZipFile(out / A / "canvas_feedback.zip") as z:  # John's page, named by his -1 file's ids
+        returned_manual = z.read("doejohn_1001_5101_feedback.html").decode("utf-8")
     mtimes = {p.name: p.stat().st_mtime_ns for p in (out / A / "results").glob("*.json")}
     # the unpacked folder, Bob's file handed in anew, and three things that are not a student's notebook
     folder = root / "unpacked"
@@ -146,16 +146,23 @@ def test_canvas_gets_its_gradebook_back_with_the_points_filled(loop):
     assert points["1005"] == ""
     assert all(row[5] == "8.00" for row in table[2:]), "another assignment's points are not touched"
     assert "Nobody, Nadia" in (out / "canvas_unmatched.txt").read_text(encoding="utf-8")
-    with zipfile.ZipFile(out / "return" / "mullerzoe_1002.zip") as z:
-        assert "mullerzoe_1002.html" in z.namelist()
+    with zipfile.ZipFile(out / "canvas_feedback.zip") as z:  # one upload: <name>_<user id>_<attachment id>_
+        assert sorted(z.namelist()) == ["blankbob_1004_5004_feedback.html", "doejohn_1001_5101_feedback.html",
+                                        "mullerzoe_1002_5002_feedback.html", "roeana_1003_5003_feedback.html"]
+    assert not (out / "return").exists()
 
 
 def test_copied_code_under_other_names_is_reported(loop):
+    """Zoë handed in the published solution, Ana the same with other names (and, by the last run, Bob's new file
+    is the solution too): one row of the solution's table, the same code, and not a pair."""
     page = (loop["out"] / "similarity.html").read_text(encoding="utf-8")
-    pairs = re.findall(r"<tr><td class='num'>\d+</td><td>([^<]*)</td><td>([^<]*)</td>", page)
-    assert ("mullerzoe_1002", "roeana_1003") in pairs, pairs
-    proc, _ = loop["first"]
-    assert re.search(r"\d+ pair\(s\) of submissions unusually alike", proc.stdout)
+    solution = re.findall(r"<tr><td class='num'>(\d+)%</td><td class='num'>(\d+)</td><td>([^<]*)</td></tr>", page)
+    assert ("100", "3", "blankbob_1004, mullerzoe_1002, roeana_1003") in solution, solution
+    assert "No pair of submissions scores 70% or more." in page
+    proc, _ = loop["first"]  # Zoë, Ana and John (the solution but one answer) match the published solution
+    said = [line for line in proc.stdout.splitlines() if "unusually alike" in line]
+    assert said and said[0].startswith("no pair of submissions is unusually alike; 3 submission(s) match the "
+                                       "published solution"), said
 
 
 def test_points_given_by_hand_show_at_once(loop):
@@ -165,13 +172,13 @@ def test_points_given_by_hand_show_at_once(loop):
     assert john["manual"] == "ex2_attention" and float(john["ex2_attention"]) == 2
 
 
-def test_points_given_by_hand_reach_the_platforms_file_and_the_return_bundle_at_once(loop):
+def test_points_given_by_hand_reach_the_platforms_file_and_the_feedback_zip_at_once(loop):
     """They showed the old score until the next grading run."""
     before, after = (canvas_points(loop["imported"][when]) for when in ("first", "manual"))
     john = by_student(r for r in loop["manual"][1] if r["status"] == "graded")["doejohn_1001"]
     assert float(after["1001"]) == float(john["score"]) > float(before["1001"])
     assert {k: v for k, v in after.items() if k != "1001"} == {k: v for k, v in before.items() if k != "1001"}
-    assert "canvas_import.csv and the feedback bundles written again" in loop["manual"][0].stdout
+    assert "canvas_import.csv and canvas_feedback.zip written again" in loop["manual"][0].stdout
     assert f"{float(john['score']):g}" in loop["returned_manual"]
 
 
@@ -225,3 +232,14 @@ def test_an_export_that_cannot_be_filled_is_refused_before_grading(tmp_path):
     proc = grade(tmp_path, "--out", tmp_path / "o", "--export", "canvas", tmp_path / "gradebook.csv", timeout=120)
     assert proc.returncode == 2 and "--column" in proc.stderr and "Quiz 1 (7)" in proc.stderr
     assert not (tmp_path / "o").exists(), "nothing graded"
+
+
+def test_the_term_lists_the_enrolled_student_who_handed_nothing_in(loop):
+    """Nadia is in Canvas's gradebook export (user id 1005) and handed nothing in: the run kept the export's
+    students (roster.json), and the term has her row, with no points and nothing submitted."""
+    from grader import course
+
+    rows = {r["student"]: r for r in course.join(loop["out"].parent)}
+    nadia = rows["nobodynadia_1005"]
+    assert (nadia["name"], nadia["platform_id"], nadia[A], nadia["submitted"]) == ("Nobody, Nadia", "1005", None, 0)
+    assert [s for s, r in rows.items() if not r["submitted"]] == ["nobodynadia_1005"]

@@ -100,3 +100,19 @@ def test_a_verdict_says_that_an_exercises_points_are_all_or_nothing():
     assert "Hidden tests: 4 of 5 passed (0 of 3 points)." in text
     assert "An exercise's points are all or nothing: it earns them only when every one of its hidden tests passes." \
         in text
+
+
+@pytest.mark.parametrize("with_static", [True, False])
+def test_a_page_without_its_mathjax_says_its_formulas_are_tex(tmp_path, with_static):
+    """On a learning platform a page is kept alone, without ``_static/``: its formulas stay TeX, and the page says
+    so; beside its MathJax they are typeset and the note is gone (Chromium, offline)."""
+    from browser import browse
+
+    if with_static and not feedback.copy_mathjax(tmp_path):
+        pytest.skip("the book's MathJax is not installed (npm ci)")
+    page = tmp_path / "ana.html"
+    page.write_text(f"<!DOCTYPE html><html><head>{feedback.LOCAL_MATHJAX}</head><body>{feedback.TEX_NOTE}"
+                    "<p>$\\sqrt{d_k}$</p></body></html>", encoding="utf-8")
+    dom = browse(page.as_uri(), tmp_path / "profile", "--dump-dom")
+    assert ("<mjx-container" in dom) is with_static, dom[-2000:]
+    assert ("id=\"tex-note\"" in dom) is not with_static, dom[-2000:]

@@ -1,15 +1,16 @@
 """Grades back to the learning platforms (grader/export.py): the platform's own export, filled and read back as the
-platform reads it; the feedback bundles."""
+platform reads it; the feedback zips the platforms take back."""
 
 import csv
 import io
 import os
+import re
 import zipfile
 from datetime import datetime
 
 import pytest
 
-from grader import export
+from grader import export, handback
 
 A = "04_queries_keys_values"
 
@@ -198,14 +199,42 @@ def _pages(out, students):
         (out / "feedback" / f"{s}.html").write_text(f"<p>{s}</p>", encoding="utf-8")
 
 
-def test_each_page_is_bundled_with_its_static_files_and_nothing_else(tmp_path):
-    _pages(tmp_path, ["ann", "Jose_Muller_17"])
-    rows = [{"student": s} for s in ("ann", "Jose_Muller_17", "nopage", "../feedback/ann")]
-    made = export.bundle_feedback(tmp_path, rows)
-    assert sorted(p.name for p in made) == ["Jose_Muller_17.zip", "ann.zip"]
-    with zipfile.ZipFile(tmp_path / "return" / "ann.zip") as z:
-        assert sorted(z.namelist()) == ["_static/mathjax/tex.js", "ann.html"]
-        assert z.read("ann.html") == b"<p>ann</p>"
+def canvas_reupload_owner(entry: str) -> tuple[str, str] | None:
+    """(user id, attachment id) Canvas's "Re-Upload Submissions" reads from a zip entry, as canvas-lms does:
+    ``ZipExtractor`` keeps the base name only, and ``Assignment#infer_comment_context_from_filename`` takes the
+    first two parts between ``_`` made only of digits, no attachment when the last part starts with ``link`` or the
+    name with ``._``."""
+    name = entry.rsplit("/", 1)[-1]
+    parts = name.split("_")
+    digits = [p for p in parts if re.fullmatch(r"\d+", p)][:2]
+    if len(digits) < 2 or re.match(r"link", parts[-1]) or name.startswith("._"):
+        return None
+    return digits[0], digits[1]
+
+
+def test_canvas_takes_every_page_back_in_one_upload(tmp_path):
+    """One zip for the class; every entry names the user id and the attachment id of the file that was graded, as
+    Canvas's re-upload reads them back (the per-student zips carried no ids at all)."""
+    _pages(tmp_path, ["doejohn_1001", "doejohn_1001_2", "mullerzoe_1002", "student_1006", "anon_x7", "ana_17"])
+    rows = [graded("doejohn_1001_2", "1001", 0, status="superseded"),
+            graded("doejohn_1001", "1001", 7),
+            graded("mullerzoe_1002", "1002", 9), graded("student_1006", "1006", 8),
+            graded("anon_x7", "anon_x7", 8), graded("ana_17", "17", 8, "moodle"), graded("nopage_1007", "1007", 5)]
+    files = {"doejohn_1001_2": f"doejohn_1001_5001_{A}.ipynb", "doejohn_1001": f"sub/doejohn_1001_5101_{A}-1.ipynb",
+             "mullerzoe_1002": f"müllerzoë_LATE_1002_5002_{A}.ipynb", "student_1006": f"2024_1006_5006_{A}.ipynb",
+             "anon_x7": f"anon_x7_5007_{A}.ipynb", "nopage_1007": f"nopage_1007_5008_{A}.ipynb"}
+    for r in rows:
+        r["file"] = files.get(r["student"], r["file"])
+    target = handback.feedback_zip("canvas", tmp_path, rows)
+    assert target == tmp_path / "canvas_feedback.zip"
+    with zipfile.ZipFile(target) as z:
+        entries = {n: z.read(n) for n in z.namelist()}
+    owners = {canvas_reupload_owner(n): body for n, body in entries.items()}
+    assert owners == {("1001", "5101"): b"<p>doejohn_1001</p>", ("1002", "5002"): b"<p>mullerzoe_1002</p>",
+                      ("1006", "5006"): b"<p>student_1006</p>"}, sorted(entries)
+    assert len({n.rsplit("/", 1)[-1] for n in entries}) == len(entries), "Canvas keeps base names only"
+    assert not any("_static" in n for n in entries), "Canvas attaches no file without the ids: it would be ignored"
+    assert not (tmp_path / "return").exists()
 
 
 def test_moodles_feedback_zip_names_each_folder_by_participant_id(tmp_path):
@@ -214,11 +243,21 @@ def test_moodles_feedback_zip_names_each_folder_by_participant_id(tmp_path):
             graded("Jose_Muller_17", "17", 7, "moodle", name="José Müller"),
             graded("Ana_Lima_20", "20", 7, "moodle", status="not read", name="Ana_Lima"),
             graded("smith_3", "3", 7, "canvas")]
-    target = export.moodle_feedback_files(tmp_path, rows)
+    target = handback.moodle_feedback_files(tmp_path, rows)
     with zipfile.ZipFile(target) as z:
         names = sorted(z.namelist())
     assert names == ["Ana Lima_20_assignfeedback_file/Ana_Lima_20.html",
                      "Jose Muller_17_assignfeedback_file/Jose_Muller_17.html"]
-    for name in names:  # as importziplib.php splits a path part: fullname_participantid_plugintype_pluginname
-        info = name.split("/")[0].split("_", 4)
-        assert info[1].isdigit() and info[2:4] == ["assignfeedback", "file"]
+    assert [moodle_feedback_owner(n) for n in names] == [("20", "Ana_Lima_20.html"), ("17", "Jose_Muller_17.html")]
+
+
+def moodle_feedback_owner(entry: str) -> tuple[str, str] | None:
+    """(participant id, feedback file) Moodle's "Upload multiple feedback files in a zip" reads from a zip entry, as
+    ``importziplib.php``'s ``is_valid_filename_for_import`` does: the first path part that splits at ``_`` (5 parts
+    at most) into a name, a participant id and ``assignfeedback``, ``file``; the rest of the path is the file."""
+    parts = entry.split("/")
+    while parts:
+        info = parts.pop(0).split("_", 4)
+        if len(info) >= 4 and info[1].isdigit() and info[2:4] == ["assignfeedback", "file"]:
+            return info[1], "/".join([*info[4:], *parts])
+    return None

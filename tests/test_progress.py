@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import re
+from types import SimpleNamespace
 
 import pytest
 
@@ -101,9 +102,11 @@ def rows(n: int, attention_every: int = 0) -> list[dict]:
 def test_the_closing_summary_fits_a_screen_for_a_class_of_300(capsys, tmp_path):
     run_info = {"assignment": "04_x", "seed": 1, "seed_from": "fresh", "limits": "limits: ..."}
     quiet = Progress(quiet=True)
-    report.closing(tmp_path, rows(300, attention_every=3), {"ex1": 1.0, "ex2": 9.0}, run_info, quiet, True, [],
+    similar = SimpleNamespace(pairs=[], solution=[(("s001", "s002"), 1.0)])  # what similarity.report found
+    report.closing(tmp_path, rows(300, attention_every=3), {"ex1": 1.0, "ex2": 9.0}, run_info, quiet, True, similar,
                    None, False)
     text = capsys.readouterr().out
+    assert "no pair of submissions is unusually alike; 2 submission(s) match the published solution" in text
     assert len(text.splitlines()) <= 40, text
     assert "100 of 300 submission(s) need your attention" in text
     assert f"... and {100 - limits.ATTENTION_SHOWN} more: see grades.csv" in text

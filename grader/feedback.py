@@ -79,12 +79,17 @@ ALL_OR_NOTHING = ("An exercise's points are all or nothing: it earns them only w
                   "passes.")
 
 
-def verdict_html(v: Verdict) -> str:
+def verdict_html(v: Verdict, by_hand: float | None = None) -> str:
+    """The box under a graded cell: its hidden tests' verdict, and ``by_hand``, the points an instructor gave it by
+    hand (they replace the hidden tests' points, so the page says which count)."""
     state = "passed" if not v.failures else "failed"
     colour = "#1a7f37" if not v.failures else "#b42318"
     head = (f"<p style='margin:0;color:{colour}'><b>Hidden tests: {v.passed} of {v.total} passed "
             f"({v.points:g} of {v.max_points:g} points).</b></p>"
             f"<p style='margin:0'>{ALL_OR_NOTHING}</p>")
+    if by_hand is not None:
+        head += (f"<p style='margin:0'><b>Points given by hand: {by_hand:g} of {v.max_points:g}</b>; they count "
+                 f"instead of the hidden tests' {v.points:g}.</p>")
     shown = limits.FAILURES_SHOWN
     items = "".join(f"<li>{html.escape(f)}</li>" for f in v.failures[:shown])
     more = f"<li>and {len(v.failures) - shown} more</li>" if len(v.failures) > shown else ""
@@ -95,6 +100,12 @@ def verdict_html(v: Verdict) -> str:
                  f"<ul style='margin:4px 0'>{said}</ul>")
     return (f"<div class='grader-verdict {state} {IGNORE}' role='status' style='border-left:4px solid {colour};"
             f"padding:4px 8px;margin:4px 0'>{head}{body}</div>")
+
+
+def _by_hand(grades, gid: str) -> float | None:
+    """The points of ``gid`` an instructor gave by hand, as the gradebook holds them (``grader.gradebook.Recorded``)."""
+    manual = getattr(grades, "manual", None) or ()
+    return float(grades.points[gid]) if gid in manual and gid in getattr(grades, "points", {}) else None
 
 
 def notes_html(problems: list[str], sandboxed: bool) -> str:
@@ -130,7 +141,8 @@ def _page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str
             gid = nbmeta.grade_id(cell)
             if nbmeta.is_graded(cell) and gid in verdicts:
                 cell.outputs.append(nbformat.v4.new_output("display_data",
-                                                           data={"text/html": verdict_html(verdicts[gid])}))
+                                                           data={"text/html": verdict_html(
+                                                               verdicts[gid], _by_hand(grades, gid))}))
     exporter = _exporter()
     resources = {"nbgrader": {"notebook": assignment, "assignment": assignment, "student": student,
                               "grades": grades}}

@@ -180,6 +180,7 @@ def test_points_given_by_hand_reach_the_platforms_file_and_the_feedback_zip_at_o
     assert {k: v for k, v in after.items() if k != "1001"} == {k: v for k, v in before.items() if k != "1001"}
     assert "canvas_import.csv and canvas_feedback.zip written again" in loop["manual"][0].stdout
     assert f"{float(john['score']):g}" in loop["returned_manual"]
+    assert "Points given by hand: 2 of" in loop["returned_manual"], "the page marks the cell's points as the hand's"
 
 
 def test_one_student_graded_again_and_everyone_else_kept(loop):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
+from types import SimpleNamespace
 
 import nbformat
 import pytest
@@ -100,6 +101,19 @@ def test_a_verdict_says_that_an_exercises_points_are_all_or_nothing():
     assert "Hidden tests: 4 of 5 passed (0 of 3 points)." in text
     assert "An exercise's points are all or nothing: it earns them only when every one of its hidden tests passes." \
         in text
+
+
+def test_points_given_by_hand_are_marked_beside_the_hidden_tests():
+    """The page showed 1.5/3 in its total beside "0 of 3 points" under the cell, with no sign of the hand."""
+    from grader.verdicts import Verdict
+
+    verdict = Verdict(0.0, 3.0, 4, 5, ["the float64 case: wrong values"])
+    text = _text(feedback.verdict_html(verdict, by_hand=1.5))
+    assert "(0 of 3 points)." in text
+    assert "Points given by hand: 1.5 of 3; they count instead of the hidden tests' 0." in text
+    assert "given by hand" not in _text(feedback.verdict_html(verdict))
+    held = SimpleNamespace(points={"ex2": 1.5, "ex3": 2.0}, manual=["ex2"])
+    assert (feedback._by_hand(held, "ex2"), feedback._by_hand(held, "ex3")) == (1.5, None)
 
 
 @pytest.mark.parametrize("with_static", [True, False])

@@ -1,22 +1,22 @@
 """Which forbidden callables ran while a probe called the student's function (runs in the kernel).
 
-``with recording(names) as ran: fn(*args)`` fills ``ran`` with the forbidden names (as given) whose code ran
-during the call, seen two ways at once: Python's profile hook (``c_call`` events: a C function by identity, a
-tensor method by name on a tensor, made from Python, inside PyTorch's own Python wrappers too; ``call`` events: a
-Python function or class by its code, a module by the module of each frame: ``transformer``, but not the frames of
-``transformer.checks``), and PyTorch's own entry point, a ``TorchFunctionMode`` (every call of PyTorch's API, however
-it is made: from ``map``, ``functools.partial`` or other C code, which makes no profile event; an operator of
-``torch.ops`` by its name). The mode costs every call of PyTorch's API a call into Python (the hidden tests of an
-exercise that forbids a PyTorch function run about three times slower): it is entered only when it has something to
-watch. A name is watched under its routes (``routes.py``: the private operators that do its whole work, such as
-``torch._native_multi_head_attention`` for ``F.scaled_dot_product_attention``, included) but the callers
-(whose code need not reach it): ``torch.ops.aten.layer_norm.default`` or ``torch.native_layer_norm`` reports
-``torch.nn.functional.layer_norm``.
+``with recording(names) as ran: fn(*args)`` fills ``ran`` with the forbidden names (as given) whose code ran during
+the call, seen two ways at once: Python's profile hook (``c_call`` events: a C function by identity, a tensor method
+by name on a tensor, made from Python, inside PyTorch's own Python wrappers too; ``call`` events: a Python function
+or class by its code, a module by the module of each frame: ``transformer``, but not the frames of
+``transformer.checks``), and PyTorch's own entry point, a ``TorchFunctionMode`` (every call of PyTorch's API,
+however it is made: from ``map``, ``functools.partial`` or other C code, which makes no profile event; an operator
+of ``torch.ops`` by its name). The mode costs every call of PyTorch's API a call into Python (the hidden tests of an
+exercise that forbids a PyTorch function ran 2.5 times slower in ``make bench``'s ``forbidden-recorder`` row): it is
+entered only when it has something to watch. A name is watched under its routes (``routes.py``: the private
+operators that do its whole work, such as ``torch._native_multi_head_attention`` for
+``F.scaled_dot_product_attention``, included) but the callers (whose code need not reach it):
+``torch.ops.aten.layer_norm.default`` or ``torch.native_layer_norm`` reports ``torch.nn.functional.layer_norm``.
 Only calls made on the student's behalf count: walking up from the call past library code (the environment, the
 package), the student's code comes before the probe's own (this folder), which may build references of its own.
 ``ran.off`` says what of the recorder was found switched off or replaced after the call (``OFF``). The student's
 code runs in the same process and can hide from any recorder inside it, or forge the report: the grader flags what
-it reports, for a person, and never scores it. Standard library and torch only.
+it reports, for a person, and never raises a score on it. Standard library and torch only.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def prepare(library) -> None:
 def _hooks(torch) -> dict:
     """The functions and classes the recorder relies on, by name (``replaced`` when one is no longer the same)."""
     c = torch._C
-    return {"sys.setprofile": sys.setprofile, "sys.getprofile": sys.getprofile, "sys.settrace": sys.settrace,
+    return {"sys.setprofile": sys.setprofile, "sys.getprofile": sys.getprofile,
             "threading.setprofile": threading.setprofile, "function_mode": torch.overrides.TorchFunctionMode,
             **{n: getattr(c, n) for n in ("_push_on_torch_function_stack", "_pop_torch_function_stack",
                                           "_len_torch_function_stack", "_get_function_stack_at")}}
@@ -187,21 +187,21 @@ def _once(seen: dict, func, what):
     return entry[1]
 
 
-def _on_top(hooks: dict, kind: str, mode) -> bool:
-    """Whether ``mode`` is the top of PyTorch's ``kind`` ("function") mode stack."""
-    size = hooks[f"_len_torch_{kind}_stack"]()
-    return size > 0 and hooks[f"_get_{kind}_stack_at"](size - 1) is mode
+def _on_top(hooks: dict, mode) -> bool:
+    """Whether ``mode`` is the top of PyTorch's function mode stack."""
+    size = hooks["_len_torch_function_stack"]()
+    return size > 0 and hooks["_get_function_stack_at"](size - 1) is mode
 
 
-def _leave(hooks: dict, kind: str, mode) -> None:
+def _leave(hooks: dict, mode) -> None:
     """``mode`` off its stack: by its own ``__exit__`` when it is on top, else with what a cell left above it."""
-    if _on_top(hooks, kind, mode):
+    if _on_top(hooks, mode):
         mode.__exit__(None, None, None)
         return
-    size = hooks[f"_len_torch_{kind}_stack"]()
-    below = [i for i in range(size) if hooks[f"_get_{kind}_stack_at"](i) is mode]
+    size = hooks["_len_torch_function_stack"]()
+    below = [i for i in range(size) if hooks["_get_function_stack_at"](i) is mode]
     for _ in range(size - below[0] if below else 0):
-        hooks[f"_pop_torch_{kind}_stack"]()
+        hooks["_pop_torch_function_stack"]()
 
 
 @contextmanager
@@ -216,41 +216,38 @@ def recording(names):
 
     watched: dict = {}  # code -> what its frames are (a code's module does not change): one look-up per frame
 
-    def trace(frame, event, arg):  # a new Python frame
-        found = watched.get(frame.f_code, watched)
-        if found is watched:
-            found = watched[frame.f_code] = codes.get(frame.f_code) or _in_modules(frame, modules)
-        if found and _students(frame.f_back):
-            record.hit(found)
-
-    def profile(frame, event, arg):  # Python's profile hook: C calls made from Python, and new Python frames
-        if event == "c_call":
+    def profile(frame, event, arg):  # Python's profile hook: new Python frames, and C calls made from Python
+        if event == "call":
+            found = watched.get(frame.f_code, watched)
+            if found is watched:
+                found = watched[frame.f_code] = codes.get(frame.f_code) or _in_modules(frame, modules)
+            if found and _students(frame.f_back):
+                record.hit(found)
+        elif event == "c_call":
             entry = c_functions.get(id(arg))
             found = entry[1] if entry is not None and entry[0] is arg else None
             if found is None and methods and isinstance(getattr(arg, "__self__", None), torch._C.TensorBase):
                 found = methods.get(getattr(arg, "__name__", None))  # a tensor's method, bound for the call
             if found and _students(frame):
                 record.hit(found)
-        elif event == "call":
-            trace(frame, event, arg)
 
     # PyTorch's function mode sees every call of its API however it is made (from ``map`` or ``functools.partial``
     # too), but costs every call a call into Python: it is entered only when it has something to watch. Its stack
     # is a thread's own: a thread the answer starts has the profile hook alone.
-    mode = _function_mode(torch, record, c_functions, codes, methods, operators)
-    modes = [("function", mode)] if c_functions or codes or methods or operators else []
+    watching = c_functions or codes or methods or operators
+    mode = _function_mode(torch, record, c_functions, codes, methods, operators) if watching else None
     before, before_threads = hooks["sys.getprofile"](), threading.getprofile()
     hooks["threading.setprofile"](profile)
     hooks["sys.setprofile"](profile)
-    for _, on in modes:
-        on.__enter__()
+    if mode is not None:
+        mode.__enter__()
     try:
         yield record
     finally:
-        record.off += [f"{kind} mode" for kind, on in modes if not _on_top(hooks, kind, on)]
+        record.off += [] if mode is None or _on_top(hooks, mode) else ["function mode"]
         record.off += [] if hooks["sys.getprofile"]() is profile else ["profile"]
-        for kind, on in modes:
-            _leave(hooks, kind, on)
+        if mode is not None:
+            _leave(hooks, mode)
         hooks["sys.setprofile"](before)
         hooks["threading.setprofile"](before_threads)
         record.off[:] = [w for w in OFF if w in record.off]

@@ -81,3 +81,15 @@ def test_the_performance_page_quotes_the_reference_runs_resident_memory():
             f"times on two ({one['ours_rss_mb']:.1f} MB against {one['reference_rss_mb']:.1f} MB, "
             f"{two['ours_rss_mb']:.1f} MB against {two['reference_rss_mb']:.1f} MB)") in page
     assert one["rss_ratio"] <= 2 and two["rss_ratio"] <= 2
+
+
+def test_the_guide_quotes_the_recorders_row_as_measured():
+    """The instructors' guide says how much slower the recorder of forbidden calls makes a hidden test: the
+    reference run's forbidden-recorder row, to one decimal, within its target."""
+    from benchmarks.bench import TARGETS
+
+    row = {r["name"]: r for r in json.loads((ROOT / "benchmarks" / "results" / "results.json").read_text())}
+    ratio = row["forbidden-recorder"]["ratio"]
+    guide = " ".join((ROOT / "book" / "instructors.md").read_text(encoding="utf-8").split())
+    assert f"ran {ratio:.1f} times slower in `make bench`'s `forbidden-recorder` row" in guide
+    assert ratio <= TARGETS["forbidden-recorder"][1]

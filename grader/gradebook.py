@@ -27,12 +27,25 @@ def prepare(work: Path, assignment: str, timeout: int):
     api, db_url = make_api(work, timeout)
     result = api.generate_assignment(assignment, force=True, create=True)
     if not result["success"]:
+        if CELLS_CHANGED in (result.get("log") or ""):
+            raise RuntimeError(changed_cells_words(work, assignment))
         raise RuntimeError(f"nbgrader could not generate the assignment:\n{result.get('error')}")
     with Gradebook(db_url) as gb:
         nb = gb.find_notebook(assignment, assignment)
         points = {c.name: c.max_score for c in nb.grade_cells}
     order = _cell_order(work / "release" / assignment / f"{assignment}.ipynb")
     return work / "release" / assignment / f"{assignment}.ipynb", db_url, {g: points[g] for g in order if g in points}
+
+
+CELLS_CHANGED = "Cannot add or remove cells for notebook"  # nbgrader's SaveCells, when the gradebook has submissions
+
+
+def changed_cells_words(work: Path, assignment: str) -> str:
+    """What to do when the assignment's graded cells are no longer those of the gradebook kept in ``work``."""
+    return (f"{assignment}: its graded cells have changed since the gradebook in {work} was made, and nbgrader keeps "
+            "the cells of a gradebook that holds scores. Grade into a new folder (--out), or move "
+            f"{work} aside to start a new gradebook there (points given by hand in the old one are not carried "
+            "over).")
 
 
 def _cell_order(path: Path) -> list[str]:

@@ -53,6 +53,9 @@ class GatedFeedForward(nn.Module):
 
     The hidden layer ``act(W_1 x)`` is gated, feature by feature, by a second projection ``W_3 x``;
     ``activation="silu"`` makes it SwiGLU, as in Llama, whose projections have no bias (``bias=False``).
+    The numbers are Llama's (``w1``, ``w2``, ``w3``): ``linear2`` stays the projection back to ``d_model``, as in
+    :class:`FeedForward`, so a checkpoint's names map one to one. They are made in the order the data flows
+    (``W_1`` and ``W_3`` read ``x``, ``W_2`` writes back); that order also fixes the seeded initial weights.
     """
 
     def __init__(self, d_model: int, d_ff: int, dropout: float = 0.0, activation: str = "silu", bias: bool = False):

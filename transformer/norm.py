@@ -18,7 +18,9 @@ from ._validate import require_float, require_last_dim, require_positive_int
 class LayerNorm(nn.Module):
     """``(..., d_model) -> (..., d_model)``: a z-score per token, then ``gamma * z + beta``.
 
-    ``fast=True`` computes the same with PyTorch's fused ``F.layer_norm``.
+    ``fast=True`` computes the same with PyTorch's fused ``F.layer_norm``. The parameters keep the names of chapter 6's
+    equation, ``gamma`` and ``beta`` (the names batch normalisation gave them, Ioffe and Szegedy 2015), where
+    ``nn.LayerNorm`` says ``weight`` and ``bias``; :mod:`transformer.interop` maps one to the other.
     """
 
     def __init__(self, d_model: int, eps: float = 1e-5, fast: bool = False):

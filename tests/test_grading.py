@@ -77,7 +77,7 @@ def test_columns(graded):
     assert cols[:3] == ["student", "score", "max_score"]
     tail = ["status", "late", "platform", "platform_id", "name", "attempt", "manual", "problems", "sandbox", "flags",
             "file"]
-    assert cols[3:-len(tail)] == ["ex1_flying_arrows", "ex2_attention", "ex3_causal_mask", "ex4_self_attention"]
+    assert cols[3:-len(tail)] == ["ex1_flying_arrows", "ex2_attention", "ex3_kernel_regression", "ex4_self_attention"]
     assert cols[-len(tail):] == tail
     assert {r["status"] for r in rows.values()} == {"graded"} and {r["platform"] for r in rows.values()} == {"folder"}
 
@@ -88,7 +88,7 @@ def test_scores(graded):
     assert float(rows["bob"]["score"]) == 0
     # Carol's attention lacks 1/sqrt(d_k): exercise 2 fails, and so does exercise 4, which calls it.
     carol = rows["carol"]
-    assert [float(carol[c]) for c in ("ex1_flying_arrows", "ex2_attention", "ex3_causal_mask",
+    assert [float(carol[c]) for c in ("ex1_flying_arrows", "ex2_attention", "ex3_kernel_regression",
                                       "ex4_self_attention")] == [2, 0, 2, 0]
     assert float(carol["score"]) == 4
     assert float(rows["dave"]["score"]) == 0
@@ -109,7 +109,7 @@ def test_feedback_pages(graded):
     carol = (out / "feedback" / "carol.html").read_text(encoding="utf-8")
     assert "forgot to divide the scores by sqrt(d_k)" in carol          # the visible check, as it ran
     # with a single key the weight is 1 whatever the scale, so the two one-key cases pass without 1/sqrt(d_k)
-    assert "Hidden tests: 2 of 7 passed" in carol and "Hidden tests: 5 of 5 passed" in carol
+    assert "Hidden tests: 2 of 7 passed" in carol and "Hidden tests: 6 of 6 passed" in carol
     assert "attention with q (3, 5, 8), k (3, 7, 8), v (3, 7, 4), no mask: values are wrong" in carol
     assert "2024" not in carol and "Generator" not in carol  # no hidden source: its seed, its generator
     assert "_static/mathjax/tex-mml-chtml.js" in carol and (out / "feedback" / "_static" / "mathjax").is_dir()

@@ -49,7 +49,7 @@ PROCESS_LIMIT = 256                    # grader.sandbox.Limits.processes
 MEMORY_GIB = 6                         # grader.sandbox.Limits.memory_bytes: the bound on all a sandbox holds
 ANSWERS = ("ex1_answer", "ex2_answer", "ex3_answer", "ex4_answer")
 LOOPS = """import time
-def causal_mask(seq_len):
+def kernel_regression(x, x_train, y_train):
     while True:
         time.sleep(0.05)
 """

@@ -42,10 +42,9 @@ OWN = {
         "    weights = torch.softmax(scores, dim=-1)\n"
         "    return torch.matmul(weights, v)\n"),
     "ex3_answer": (
-        "def causal_mask(seq_len):\n"
-        "    rows = torch.arange(seq_len).unsqueeze(1)\n"
-        "    cols = torch.arange(seq_len).unsqueeze(0)\n"
-        "    return cols <= rows\n"),
+        "def kernel_regression(x, x_train, y_train):\n"
+        "    w = torch.softmax(-0.5 * (x.unsqueeze(1) - x_train) ** 2, dim=1)\n"
+        "    return torch.mv(w, y_train)\n"),
     "ex4_answer": (
         "def self_attention(x, W_q, W_k, W_v):\n"
         "    queries = torch.matmul(x, W_q)\n"
@@ -53,7 +52,7 @@ OWN = {
         "    values = torch.matmul(x, W_v)\n"
         "    return attention(queries, keys, values)\n"),
 }
-# The same code with every name changed, the helper functions swapped and two lines of ex3 swapped.
+# The same code with every name changed and the helper functions swapped.
 RENAMED = {
     "ex1_answer": (
         "def combine(ws, vs):\n"
@@ -72,10 +71,9 @@ RENAMED = {
         "    p = torch.softmax(s, dim=-1)\n"
         "    return torch.matmul(p, v)\n"),
     "ex3_answer": (
-        "def causal_mask(seq_len):\n"
-        "    j = torch.arange(seq_len).unsqueeze(0)\n"
-        "    i = torch.arange(seq_len).unsqueeze(1)\n"
-        "    return j <= i\n"),
+        "def kernel_regression(x, x_train, y_train):\n"
+        "    p = torch.softmax(-0.5 * (x.unsqueeze(1) - x_train) ** 2, dim=-1)\n"
+        "    return torch.mv(p, y_train)\n"),
     "ex4_answer": (
         "def self_attention(x, W_q, W_k, W_v):\n"
         "    qq = torch.matmul(x, W_q)\n"
@@ -87,7 +85,7 @@ RENAMED = {
 INDEPENDENT = {
     "ex1_answer": "w1 = 1 / (1 + math.exp(-math.sqrt(2)))\nflying = [2 * w1 - 1, 1 - w1]\n",
     "ex2_answer": a04.RIGHT["ex2_answer"][0][1],
-    "ex3_answer": "def causal_mask(seq_len):\n    return torch.tril(torch.ones(seq_len, seq_len)).bool()\n",
+    "ex3_answer": a04.RIGHT["ex3_answer"][1][1],
     "ex4_answer": ("def self_attention(x, W_q, W_k, W_v):\n"
                    "    q, k, v = (x @ w for w in (W_q, W_k, W_v))\n"
                    "    return attention(q, k, v)\n"),
@@ -131,7 +129,7 @@ def test_blank_submissions_and_the_template_are_never_paired(release, tmp_path):
     decorated = {"ex1_answer": "raise   NotImplementedError()  # not yet\n",
                  "ex2_answer": "def attention(q, k, v, mask = None):  # TODO\n    raise NotImplementedError( )\n"}
     one_line = {"ex2_answer": "def attention(q, k, v, mask=None): raise NotImplementedError()\n",
-                "ex3_answer": "def causal_mask(seq_len): raise NotImplementedError()\n",
+                "ex3_answer": "def kernel_regression(x, x_train, y_train): raise NotImplementedError()\n",
                 "ex4_answer": "def self_attention(x, W_q, W_k, W_v): raise NotImplementedError()\n"}
     pasted = student(release, {}, added=(everything,))
     notebooks = {"blank1": student(release, {}), "blank2": student(release, {}), "pasted1": pasted, "pasted2": pasted,
@@ -269,7 +267,7 @@ def renamed_solution() -> dict[str, str]:
 def test_the_published_solution_is_listed_apart_and_pairs_no_one(release, tmp_path):
     """Three students who pasted the solution (one with its names changed) are one row of the solution's table and
     in no entry. cy and dee took exercises 1, 2 and 4 from the solution and exercise 3 from each other (names
-    changed, lines swapped): they are named with the solution, and paired on the code outside it."""
+    changed): they are named with the solution, and paired on the code outside it."""
     notebooks = {"sol1": student(release, {}, solved=True), "sol2": student(release, {}, solved=True),
                  "sol3": student(release, renamed_solution()),
                  "ana": student(release, OWN), "ben": student(release, RENAMED),

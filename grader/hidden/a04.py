@@ -54,12 +54,31 @@ def ex2_attention(seed: int):
                 F.scaled_dot_product_attention(q, k, v), ["batch", "T_q", "d_v"], dtype="exact")
 
 
-def ex3_causal_mask(seed: int):
-    g = generator(seed, "ex3_causal_mask")
-    for n in [1, 2, *torch.randint(3, 40, (3,), generator=g).tolist()]:
-        ref = torch.arange(n)[None, :] <= torch.arange(n)[:, None]
-        yield Case(f"causal_mask({n}): a ({n}, {n}) bool tensor, True on and below the diagonal",
-                   calls("causal_mask", n), returns(ref, ["query", "key"]))
+def _nadaraya_watson(x, x_train, y_train):
+    """The estimate, worked in float64: a softmax over the samples of the scores -(x - x_i)^2 / 2."""
+    scores = -(x.double()[:, None] - x_train.double()[None, :]) ** 2 / 2  # (m, 1) - (1, n) -> (m, n)
+    return (scores.softmax(dim=-1) @ y_train.double()).to(x.dtype)
+
+
+def ex3_kernel_regression(seed: int):
+    g = generator(seed, "ex3_kernel_regression")
+    yield Case("kernel_regression at x = 0 from the samples (0, 1) and (2, 3): (1 + 3 e^-2) / (1 + e^-2)",
+               calls("kernel_regression", torch.tensor([0.0]), torch.tensor([0.0, 2.0]), torch.tensor([1.0, 3.0])),
+               returns(torch.tensor([1 + 2 / (math.e ** 2 + 1)]), ["query"], promised="x", atol=1e-5, rtol=1e-4))
+    for m, n, span in [(1, 1, 1.0), (9, 20, 10.0), (40, 3, 4.0)]:
+        x_train, y_train = span * torch.rand(n, generator=g), torch.randn(n, generator=g)
+        x = span * torch.rand(m, generator=g)
+        yield Case(f"kernel_regression with {m} random queries and {n} random samples in [0, {span:g}]",
+                   calls("kernel_regression", x, x_train, y_train),
+                   returns(_nadaraya_watson(x, x_train, y_train), ["query"], promised="x", atol=1e-5, rtol=1e-4))
+    x_train, y_train = 10 * torch.rand(6, generator=g), torch.randn(6, generator=g)
+    far = torch.tensor([-60.0, 100.0])
+    yield Case("kernel_regression with queries far from every sample (x = -60 and x = 100)",
+               calls("kernel_regression", far, x_train, y_train),
+               returns(_nadaraya_watson(far, x_train, y_train), ["query"], promised="x", atol=1e-5, rtol=1e-4))
+    x, x_train, y_train = (torch.rand(k, generator=g, dtype=torch.float64) for k in (4, 5, 5))
+    yield Case("kernel_regression on float64 inputs returns float64", calls("kernel_regression", x, x_train, y_train),
+               returns(_nadaraya_watson(x, x_train, y_train), ["query"], promised="x", atol=1e-5, rtol=1e-4))
 
 
 def ex4_self_attention(seed: int):

@@ -43,16 +43,25 @@ WRONG = {
         ("crashes", "def attention(q, k, v, mask=None):\n    return q @ k @ v", "raised"),
     ],
     "ex3_answer": [
-        ("off by one (no diagonal)",
-         "import torch\ndef causal_mask(seq_len):\n    return torch.ones(seq_len, seq_len, dtype=torch.bool).tril(-1)",
-         "off by one"),
-        ("upper triangle",
-         "import torch\ndef causal_mask(seq_len):\n    return torch.ones(seq_len, seq_len, dtype=torch.bool).triu()",
-         "upper triangle"),
-        ("PyTorch's convention (True = blocked)",
-         "import torch\ndef causal_mask(seq_len):\n    return torch.ones(seq_len, seq_len, dtype=torch.bool).triu(1)",
-         "inverted"),
-        ("float mask", "import torch\ndef causal_mask(seq_len):\n    return torch.ones(seq_len, seq_len).tril()",
+        ("kernel values not normalised",
+         "import torch\ndef kernel_regression(x, x_train, y_train):\n"
+         "    return torch.exp(-(x[:, None] - x_train[None, :]) ** 2 / 2) @ y_train",
+         "sum to 1"),
+        ("normalised over the queries",
+         "def kernel_regression(x, x_train, y_train):\n"
+         "    return (-(x[:, None] - x_train[None, :]) ** 2 / 2).softmax(dim=0) @ y_train",
+         "over the queries"),
+        ("the kernel without its 1/2",
+         "def kernel_regression(x, x_train, y_train):\n"
+         "    return (-(x[:, None] - x_train[None, :]) ** 2).softmax(dim=-1) @ y_train",
+         "halved"),
+        ("the kernel divided by its sum: NaN far from the samples",
+         "import torch\ndef kernel_regression(x, x_train, y_train):\n"
+         "    K = torch.exp(-(x[:, None] - x_train[None, :]) ** 2 / 2)\n    return K / K.sum(1, keepdim=True) @ y_train",
+         "underflows"),
+        ("float32 whatever the inputs",
+         "def kernel_regression(x, x_train, y_train):\n"
+         "    s = -(x.float()[:, None] - x_train.float()[None, :]) ** 2 / 2\n    return s.softmax(-1) @ y_train.float()",
          "dtype"),
     ],
     "ex4_answer": [
@@ -84,5 +93,17 @@ RIGHT = {
          "    if mask is not None:\n"
          "        scores.masked_fill_(~mask, float('-inf'))\n"
          "    return scores.softmax(dim=-1) @ v\n"),
+    ],
+    "ex3_answer": [
+        ("the scores as a dot product of q = (x, 1) and k_i = (x_i, -x_i^2 / 2), as in chapter 4",
+         "import torch\ndef kernel_regression(x, x_train, y_train):\n"
+         "    q = torch.stack([x, torch.ones_like(x)], dim=-1)\n"
+         "    k = torch.stack([x_train, -x_train ** 2 / 2], dim=-1)\n"
+         "    return (q @ k.T).softmax(dim=-1) @ y_train\n"),
+        ("the kernel's largest value divided out by hand before the sum",
+         "def kernel_regression(x, x_train, y_train):\n"
+         "    s = -(x[:, None] - x_train[None, :]) ** 2 / 2\n"
+         "    K = (s - s.max(dim=1, keepdim=True).values).exp()\n"
+         "    return (K * y_train).sum(dim=1) / K.sum(dim=1)\n"),
     ],
 }

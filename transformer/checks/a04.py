@@ -8,12 +8,11 @@ from collections.abc import Callable
 import torch
 
 from ..attention import scaled_dot_product_attention
-from ..masks import causal_mask
 from .core import Mistake, call, compare, output_problems, outputs, report, values_of
 from .earlier import builds_on
-from .mistakes.a04 import ATTENTION_MISTAKES, CAUSAL_MASK_MISTAKES, SELF_ATTENTION_MISTAKES
+from .mistakes.a04 import ATTENTION_MISTAKES, KERNEL_REGRESSION_MISTAKES, SELF_ATTENTION_MISTAKES
 
-__all__ = ["check_flying_arrows", "check_attention", "check_causal_mask", "check_self_attention",
+__all__ = ["check_flying_arrows", "check_attention", "check_kernel_regression", "check_self_attention",
            "flying_arrows_inputs"]
 
 FLYING_ARROWS_TOLERANCE = 1e-3
@@ -78,17 +77,45 @@ def check_attention(fn: Callable, seed: int = 0) -> None:
     report("attention", [])
 
 
-def check_causal_mask(fn: Callable) -> None:
-    """``fn(seq_len)`` must return the ``(seq_len, seq_len)`` bool mask, True = may attend."""
+KERNEL_REGRESSION_BY_HAND = 1 + 2 / (math.e ** 2 + 1)
+"""The estimate at x = 0 from the samples (0, 1) and (2, 3): (1 + 3 e^-2) / (1 + e^-2), worked by hand."""
+
+
+def _kernel_regression_cases(seed: int):
+    g = torch.Generator().manual_seed(seed)
+    x_train = (10 * torch.rand(7, generator=g)).sort().values
+    y_train = torch.randn(7, generator=g)
+    return [("the example worked by hand", (torch.tensor([0.0]), torch.tensor([0.0, 2.0]), torch.tensor([1.0, 3.0]))),
+            ("random samples", (10 * torch.rand(5, generator=g), x_train, y_train)),
+            ("a query far from every sample, x = 100", (torch.tensor([100.0]), x_train, y_train)),
+            ("float64 inputs", (torch.rand(3, generator=g, dtype=torch.float64), x_train.double(), y_train.double()))]
+
+
+def _nadaraya_watson(x, x_train, y_train):
+    """The reference: attention with q = (x, 1), k_i = (x_i, -x_i^2 / 2) and no scaling (chapter 4)."""
+    q = torch.stack([x, torch.ones_like(x)], dim=-1)                  # (m, 2)
+    k = torch.stack([x_train, -x_train ** 2 / 2], dim=-1)             # (n, 2)
+    return scaled_dot_product_attention(q[None], k[None], y_train[None, :, None], scale=1.0)[0, :, 0]  # (m,)
+
+
+def check_kernel_regression(fn: Callable, seed: int = 0) -> None:
+    """``fn(x, x_train, y_train)``: the Nadaraya–Watson estimate with the Gaussian kernel, ``(m,)``, in the dtype of
+    ``x`` (atol 1e-5, rtol 1e-4)."""
     __tracebackhide__ = True
-    for n in (4, 7, 1):
-        got = call(fn, (n,), f"causal_mask({n})")
-        mistakes = outputs(CAUSAL_MASK_MISTAKES, n)
-        problems = compare(got, causal_mask(n), ("T_q", "T_k"), dtype=torch.bool, mistakes=mistakes,
-                           what=f"causal_mask({n})")
+    for case, (x, x_train, y_train) in _kernel_regression_cases(seed):
+        got = call(fn, (x, x_train, y_train), f"kernel_regression ({case})")
+        expected = _nadaraya_watson(x, x_train, y_train)
+        if case == "the example worked by hand":
+            expected = torch.tensor([KERNEL_REGRESSION_BY_HAND])
+        mistakes = outputs(KERNEL_REGRESSION_MISTAKES, x, x_train, y_train)
+        problems = compare(got, expected, ("m",), atol=1e-5, rtol=1e-4, mistakes=mistakes,
+                           what=f"estimate ({case})", promised=("x", x.dtype))
+        if problems and case.startswith("a query far"):
+            problems.append("every kernel value exp(-(x - x_i)^2 / 2) underflows to 0 here; a softmax of the scores "
+                            "-(x - x_i)^2 / 2 stays finite.")
         if problems:
-            report(f"causal_mask({n})", problems)
-    report("causal_mask", [])
+            report(f"kernel_regression ({case})", problems)
+    report("kernel_regression", [])
 
 
 @builds_on(("attention", "exercise 2"))
@@ -108,6 +135,6 @@ def check_self_attention(fn: Callable, seed: int = 0) -> None:
 MISTAKES = {
     "check_flying_arrows": FLYING_ARROWS_MISTAKES,
     "check_attention": ATTENTION_MISTAKES,
-    "check_causal_mask": CAUSAL_MASK_MISTAKES,
+    "check_kernel_regression": KERNEL_REGRESSION_MISTAKES,
     "check_self_attention": SELF_ATTENTION_MISTAKES,
 }

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 
-import torch
-
 from ...attention import scaled_dot_product_attention
 from ...masks import masked_softmax
 from ..core import Mistake
@@ -59,13 +57,24 @@ ATTENTION_MISTAKES = [
 ]
 
 
-CAUSAL_MASK_MISTAKES = [
-    Mistake("no diagonal", "off by one: a position may attend to itself, so the diagonal is True.",
-            lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1)),
-    Mistake("upper triangle", "this is the upper triangle: query t may see keys 0..t (the past), not the future.",
-            lambda n: torch.ones(n, n, dtype=torch.bool).triu()),
-    Mistake("inverted", "inverted: True means 'may attend' in this book (PyTorch's nn.MultiheadAttention uses the "
-            "opposite).", lambda n: torch.ones(n, n, dtype=torch.bool).triu(1)),
+def _scores(x, x_train):
+    """The Gaussian kernel's scores ``-(x - x_i)^2 / 2``: ``(m,)`` queries, ``(n,)`` samples -> ``(m, n)``."""
+    return -(x[:, None] - x_train[None, :]) ** 2 / 2  # (m, 1) - (1, n) -> (m, n)
+
+
+KERNEL_REGRESSION_MISTAKES = [
+    Mistake("not normalised", "the kernel values were not divided by their sum: each query's weights must sum to 1.",
+            lambda x, x_train, y_train: _scores(x, x_train).exp() @ y_train),
+    Mistake("normalised over the queries", "the weights were normalised over the queries; each query's weights, one "
+            "row over the samples, must sum to 1.",
+            lambda x, x_train, y_train: _scores(x, x_train).softmax(dim=0) @ y_train),
+    Mistake("no 1/2", "the kernel is exp(-u^2 / 2): the square of the distance is halved.",
+            lambda x, x_train, y_train: (2 * _scores(x, x_train)).softmax(dim=-1) @ y_train),
+    Mistake("softmax of the kernel", "the softmax takes the scores -(x - x_i)^2 / 2, not the kernel values "
+            "exp(-(x - x_i)^2 / 2): softmax(s) already exponentiates.",
+            lambda x, x_train, y_train: _scores(x, x_train).exp().softmax(dim=-1) @ y_train),
+    Mistake("the weights", "you returned the weights; the estimate is their weighted sum of y_train.",
+            lambda x, x_train, y_train: _scores(x, x_train).softmax(dim=-1)),
 ]
 
 

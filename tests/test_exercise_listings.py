@@ -85,7 +85,7 @@ def test_no_exercise_text_is_left_a_stub(assignment):
         for part in ("text", "hints"):
             c = cell(nb, f"ex{number(e)}_{part}")
             assert c is not None and "TODO" not in c.source, (
-                f"TODO: write the {part} of {assignment[:2]}.{e.defines} (cell ex{number(e)}_{part}) in "
+                f"TODO: write the {part} of a{assignment[:2]}.{e.defines} (cell ex{number(e)}_{part}) in "
                 f"solutions/{assignment}/{assignment}.ipynb")
 
 

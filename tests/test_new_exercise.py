@@ -107,9 +107,10 @@ def test_the_notebook_writers_add_the_cells_the_table_row_and_the_list_item(assi
 
 # ------------------------------------------------------------------ end to end, on a copy of the repository
 
+# CONTRIBUTING.md's targeted tests ("Adding an exercise"), on the exercise's assignment and its answer cell
 TARGETED = ["tests/test_exercise_map.py", "tests/test_exercise_listings.py", "tests/test_checks.py",
-            "tests/test_check_mistakes.py", "tests/test_hidden_tests.py", "tests/test_exercise_text.py",
-            "tests/test_exercise_promises.py", "tests/test_forbidden.py"]
+            "tests/test_check_mistakes.py", "tests/test_checks_import.py", "tests/test_hidden_tests.py",
+            "tests/test_exercise_text.py", "tests/test_exercise_promises.py", "tests/test_forbidden.py"]
 
 
 def run(cwd, *args) -> subprocess.CompletedProcess:
@@ -118,9 +119,8 @@ def run(cwd, *args) -> subprocess.CompletedProcess:
 
 
 def targeted(copy, p: Plan) -> subprocess.CompletedProcess:
-    """The targeted tests, on the exercise's assignment and its bank entry."""
     return run(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", *TARGETED, "-k",
-               f"{p.assignment} or {p.number}-{p.answer} or {p.check} or nothing")
+               f"{p.assignment} or {p.number}-ex{p.n} or {p.answer} or {p.check}")
 
 
 def fill(copy, p: Plan) -> None:

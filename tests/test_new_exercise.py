@@ -107,7 +107,8 @@ def test_the_notebook_writers_add_the_cells_the_table_row_and_the_list_item(assi
 
 # ------------------------------------------------------------------ end to end, on a copy of the repository
 
-# CONTRIBUTING.md's targeted tests ("Adding an exercise"), on the exercise's assignment and its answer cell
+# CONTRIBUTING.md's targeted tests ("Adding an exercise"), on the exercise's assignment, its check and the bank's
+# wrong answer ("an answer of nothing"): no other assignment's tests
 TARGETED = ["tests/test_exercise_map.py", "tests/test_exercise_listings.py", "tests/test_checks.py",
             "tests/test_check_mistakes.py", "tests/test_checks_import.py", "tests/test_hidden_tests.py",
             "tests/test_exercise_text.py", "tests/test_exercise_promises.py", "tests/test_forbidden.py"]
@@ -120,7 +121,7 @@ def run(cwd, *args) -> subprocess.CompletedProcess:
 
 def targeted(copy, p: Plan) -> subprocess.CompletedProcess:
     return run(copy, "-m", "pytest", "-q", "-p", "no:cacheprovider", *TARGETED, "-k",
-               f"{p.assignment} or {p.number}-ex{p.n} or {p.answer} or {p.check}")
+               f"{p.assignment} or {p.number}-ex{p.n} or {p.check} or ({p.answer} and nothing)")
 
 
 def fill(copy, p: Plan) -> None:

@@ -14,7 +14,7 @@ export PYTHONHASHSEED := 0
 # a run's dozen pytest processes instead of 8 cached). The grader's sandboxes set their own environment.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: help env system bytecode book lint test test-fast nbval notebooks exercises lab grade manual gradebook bench pretrained clean
+.PHONY: help env system bytecode book lint test test-fast nbval notebooks exercises exercise lab grade manual gradebook bench pretrained clean
 
 help:
 	@echo "make book    create $(VENV), build the HTML book, print where it is"
@@ -29,6 +29,8 @@ help:
 	@echo "make bench   time the package against PyTorch; writes _build/bench/results.json"
 	@echo "make notebooks   re-execute the chapters and store their outputs (authors only)"
 	@echo "make exercises   regenerate exercises/ from solutions/ with nbgrader (authors only)"
+	@echo "make exercise A=<a13> NAME=<name> POINTS=<n> [TITLE=...] [DIFFICULTY=1-3] [BY_HAND=1] [ABOUT=...]"
+	@echo "           a new exercise, each piece a stub that fails its test until written (authors only)"
 	@echo "make pretrained  retrain the tiny model the chapters look inside (transformer/pretrained/, authors only)"
 
 # Where PyTorch comes from. Empty (the default, and CI's): the package index pip is configured with. On Linux that
@@ -98,6 +100,14 @@ notebooks: $(ENV_STAMP)
 
 exercises: $(ENV_STAMP)
 	$(PY) -m tools.generate_exercises
+
+# A new exercise at the end of an assignment: every piece written, each stub failing its test with a TODO that says
+# what to write and where (CONTRIBUTING.md, "Adding an exercise"; python -m tools.new_exercise --help).
+EXERCISE_USAGE := usage: make exercise A=<a13> NAME=<name> POINTS=<n> [TITLE=...] [DIFFICULTY=1-3] [BY_HAND=1] [ABOUT=...]
+exercise: $(ENV_STAMP)
+	@test -n "$(A)" -a -n "$(NAME)" -a -n "$(POINTS)" || { echo "$(EXERCISE_USAGE)"; exit 2; }
+	$(PY) -m tools.new_exercise "$(A)" "$(NAME)" --points "$(POINTS)" $(if $(TITLE),--title "$(TITLE)") \
+		$(if $(DIFFICULTY),--difficulty "$(DIFFICULTY)") $(if $(BY_HAND),--by-hand) $(if $(ABOUT),--about "$(ABOUT)")
 
 lab: $(ENV_STAMP)
 	$(VENV)/bin/jupyter lab $(if $(filter 0,$(shell id -u)),--allow-root) --ServerApp.root_dir=$(CURDIR)

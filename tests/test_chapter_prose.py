@@ -1,6 +1,7 @@
 """Two classes of layout and wording a reader notices at once, checked in every chapter:
 
-- the book stands alone: no chapter (and not the introduction) speaks of a lecture the reader never attended;
+- the book stands alone: no chapter, no exercise notebook (and not the introduction) speaks of a lecture the reader
+  never attended;
 - a paragraph that ends with a colon announces what follows it: the next cell is that code, list, table or
   equation, never a new heading (chapter 5 once announced a cell three sections before it came).
 """
@@ -15,6 +16,7 @@ import pytest
 from conftest import ROOT
 
 CHAPTERS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+SOLUTIONS = sorted((ROOT / "solutions").glob("*/*.ipynb"))  # the exercise notebooks are made from these
 LECTURE = re.compile(r"\blectures?\b|\b(?:the|a|one|its) slides?\b", re.IGNORECASE)  # not "slide the knob"
 
 
@@ -40,6 +42,11 @@ def unkept_colons(cells) -> list[str]:
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_the_chapter_stands_alone_without_a_lecture(chapter):
     assert lecture_mentions(nbformat.read(chapter, as_version=4).cells) == []
+
+
+@pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda p: p.stem)
+def test_the_exercises_stand_alone_without_a_lecture(solution):
+    assert lecture_mentions(nbformat.read(solution, as_version=4).cells) == []
 
 
 def test_the_introduction_stands_alone_without_a_lecture():

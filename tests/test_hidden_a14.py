@@ -1,0 +1,89 @@
+"""Assignment 14's hidden references against independent ones: the by-hand answer three ways, the banded mask as
+Hugging Face's Mistral builds it, the ring buffer's slots as the keys that mask lets a query see, the router's weights
+as Hugging Face's Qwen3-MoE router gives them, and Switch's loss as Hugging Face's Mixtral computes it; and the claims
+the exercises' texts make about them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from transformers import Qwen3MoeConfig
+from transformers.masking_utils import sliding_window_causal_mask_function
+from transformers.models.mixtral.modeling_mixtral import load_balancing_loss_func
+from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeTopKRouter
+
+from grader.hidden import a14 as hidden
+from transformer.checks import cache_by_hand
+
+from bank import EXPECTED
+
+ASSIGNMENT = "14_open_models"
+KEYS = ("mha", "gqa", "mla", "window")
+
+
+def test_the_by_hand_answer_is_the_same_three_ways():
+    """The hidden judge's numbers, the visible check's (from the models' shapes) and the bank's worked by hand."""
+    judged = dict(zip(KEYS, EXPECTED[ASSIGNMENT]["ex1_answer"], strict=True))
+    assert hidden._cache_judge(judged) is None
+    assert cache_by_hand() == judged
+    assert hidden._cache_judge({**judged, "mla": 512}) is not None
+    assert judged["window"] * 8 == 32768 * judged["gqa"]  # Mistral 7B: the window cuts a 32k cache 8 times
+
+
+@pytest.mark.parametrize("seq_len, window", [(7, 3), (6, 1), (5, 5), (4, 9), (12, 4)])
+def test_the_hidden_mask_is_hugging_faces_sliding_window(seq_len, window):
+    allowed = sliding_window_causal_mask_function(window)
+    q, kv = torch.arange(seq_len)[:, None], torch.arange(seq_len)[None, :]  # every (query, key) pair at once
+    theirs = allowed(torch.tensor(0), torch.tensor(0), q, kv).expand(seq_len, seq_len)
+    assert torch.equal(hidden._band(seq_len, window), theirs)
+    assert int(theirs[-1].sum()) == min(window, seq_len)  # the last query sees `window` keys, itself included
+
+
+@pytest.mark.parametrize("window", [1, 3, 4, 7])
+def test_the_ring_holds_exactly_the_keys_the_window_lets_the_next_query_see(window):
+    for t in range(3 * window + 2):
+        ring = hidden._ring(t, window)
+        visible = set(torch.nonzero(hidden._band(t + 1, window)[t]).flatten().tolist())
+        assert set(ring.tolist()) - {-1} == visible, (t, window)
+        assert all(p == -1 or p % window == slot for slot, p in enumerate(ring.tolist()))
+    assert hidden._ring(5, 4).tolist() == [4, 5, 2, 3]  # the exercise's example
+
+
+@pytest.mark.parametrize("k, renormalize", [(2, True), (2, False), (1, True), (3, False)])
+def test_the_hidden_router_is_hugging_faces_qwen3_moe_router(k, renormalize):
+    n, g = 6, torch.Generator().manual_seed(k)
+    cfg = Qwen3MoeConfig(hidden_size=n, num_experts=n, num_experts_per_tok=k, norm_topk_prob=renormalize)
+    router = Qwen3MoeTopKRouter(cfg)
+    with torch.no_grad():
+        router.weight.copy_(torch.eye(n))  # its scores are the logits themselves
+    logits = 2 * torch.randn(9, n, generator=g)
+    _, weights, experts = router(logits)
+    theirs = torch.zeros(9, n).scatter(1, experts, weights)
+    torch.testing.assert_close(hidden._gates(logits, k, renormalize).float(), theirs)
+
+
+def test_with_renormalisation_a_softmax_after_the_top_k_gives_the_same_weights():
+    """The claim of exercise 4's text, and without the renormalisation the two differ."""
+    logits = torch.randn(5, 7, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    top = logits.topk(3, dim=-1)
+    after = torch.zeros_like(logits).scatter(1, top.indices, top.values.softmax(dim=-1))
+    torch.testing.assert_close(hidden._gates(logits, 3, True), after)
+    assert not torch.allclose(hidden._gates(logits, 3, False), after)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_the_hidden_loss_is_hugging_faces_mixtral_loss(k):
+    n, g = 6, torch.Generator().manual_seed(k)
+    logits = 1.5 * torch.randn(20, n, generator=g, dtype=torch.float64)
+    logits[:, 0] += 2.0  # an uneven load
+    probs = logits.softmax(dim=-1)
+    ours = hidden._switch_loss(probs, probs.topk(k, dim=-1).indices, n)
+    torch.testing.assert_close(ours, load_balancing_loss_func((logits,), n, k).double())
+
+
+@pytest.mark.parametrize("n, k", [(4, 1), (6, 2), (8, 3)])
+def test_an_even_load_costs_k(n, k):
+    """The claim of exercise 5's text: f_i = k / n and P_i = 1 / n give a loss of k."""
+    probs = torch.full((n, n), 1 / n, dtype=torch.float64)
+    experts = torch.tensor([[(i + j) % n for j in range(k)] for i in range(n)])
+    assert float(hidden._switch_loss(probs, experts, n)) == pytest.approx(k)

@@ -1,18 +1,20 @@
 """Assignment 14's hidden references against independent ones: the by-hand answer three ways, the banded mask as
 Hugging Face's Mistral builds it, the ring buffer's slots as the keys that mask lets a query see, the router's weights
-as Hugging Face's Qwen3-MoE router gives them, and Switch's loss as Hugging Face's Mixtral computes it; and the claims
-the exercises' texts make about them."""
+as Hugging Face's Qwen3-MoE router gives them, Switch's loss as Hugging Face's Mixtral computes it, and YaRN's
+frequencies as Hugging Face's rope-init function gives them; and the claims the exercises' texts make about them."""
 
 from __future__ import annotations
 
 import pytest
 import torch
-from transformers import Qwen3MoeConfig
+from transformers import LlamaConfig, Qwen3MoeConfig
 from transformers.masking_utils import sliding_window_causal_mask_function
+from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 from transformers.models.mixtral.modeling_mixtral import load_balancing_loss_func
 from transformers.models.qwen3_moe.modeling_qwen3_moe import Qwen3MoeTopKRouter
 
 from grader.hidden import a14 as hidden
+from hf_float64 import KeepFloat64
 from transformer.checks import cache_by_hand
 
 from bank import EXPECTED
@@ -87,3 +89,21 @@ def test_an_even_load_costs_k(n, k):
     probs = torch.full((n, n), 1 / n, dtype=torch.float64)
     experts = torch.tensor([[(i + j) % n for j in range(k)] for i in range(n)])
     assert float(hidden._switch_loss(probs, experts, n)) == pytest.approx(k)
+
+
+YARN_CASES = [(32, 10000.0, 4.0, 256, ()), (64, 500000.0, 8.0, 8192, ()), (128, 1000000.0, 40.0, 4096, (16, 2))]
+
+
+@pytest.mark.parametrize("d, base, factor, original, betas", YARN_CASES)
+def test_the_hidden_yarn_frequencies_are_hugging_faces(d, base, factor, original, betas):
+    """``_compute_yarn_parameters`` on a Llama config, run in float64; and the ramp moves the slow pairs only."""
+    settings = {"rope_type": "yarn", "factor": factor, "original_max_position_embeddings": original,
+                **dict(zip(("beta_fast", "beta_slow"), betas)), "rope_theta": base}
+    config = LlamaConfig(hidden_size=4 * d, num_attention_heads=4, head_dim=d, max_position_embeddings=2 * original,
+                         rope_parameters=settings)
+    with KeepFloat64():
+        theirs, _ = ROPE_INIT_FUNCTIONS["yarn"](config, torch.device("cpu"))
+    ours = hidden._yarn(d, base, factor, original, *betas)
+    torch.testing.assert_close(ours, theirs, rtol=1e-12, atol=0)
+    plain = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    assert ours[0] == plain[0] and torch.isclose(ours[-1], plain[-1] / factor, rtol=1e-12, atol=0)

@@ -143,6 +143,7 @@ EXERCISES = (
       dtype_of="logits"),
     E("14", "ex5_answer", "ex5_balancing_loss", "load_balancing_loss", "check_balancing_loss", CALL, forbids=True,
       dtype_of="probs"),
+    E("14", "ex6_answer", "ex6_yarn_frequencies", "yarn_frequencies", "check_yarn_frequencies", CALL, forbids=True),
 )
 
 

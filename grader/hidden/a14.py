@@ -2,7 +2,7 @@
 the cache sizes from the models' shapes; the banded causal mask, key ``s`` allowed for query ``t`` when
 ``t - window < s <= t``; the ring buffer's slots, each position ``p`` written to slot ``p % window`` in turn; the
 router's weights, a softmax over every expert, the ``k`` largest kept and renormalised if asked; Switch's loss
-``n_experts * sum_i f_i P_i``).
+``n_experts * sum_i f_i P_i``; YaRN's frequencies pair by pair).
 
 Exercise 1 is the exercise's own models: its answer is fixed by the exercise's text, not drawn from the seed
 (``FIXED``). Every other input comes from the run's seed. The dtype the texts of exercises 4 and 5 promise is scored
@@ -26,6 +26,7 @@ FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; test
     "ex3_slot_positions": Forbid("slot_positions", ("transformer",)),
     "ex4_router_weights": Forbid("router_weights", ("transformer",)),
     "ex5_balancing_loss": Forbid("load_balancing_loss", ("transformer",)),
+    "ex6_yarn_frequencies": Forbid("yarn_frequencies", ("transformer",)),
 }
 
 
@@ -156,3 +157,34 @@ def ex5_balancing_loss(seed: int):
         yield Case(f"load_balancing_loss of {tokens} tokens, {n} experts, k={k}, {load}, {str(dtype)[6:]}",
                    calls("load_balancing_loss", probs, experts, n),
                    returns(_switch_loss(probs, experts, n).to(dtype), [], promised="probs"))
+
+
+# ----------------------------------------------------------------- exercise 6: YaRN's ramp
+
+
+def _yarn(d: int, base: float, factor: float, original: int, beta_fast: float = 32, beta_slow: float = 1):
+    """Pair by pair, as Hugging Face's ``_compute_yarn_parameters``: the ramp from the pair that turns ``beta_fast``
+    times in ``original`` positions (rounded down) to the one that turns ``beta_slow`` times (rounded up)."""
+    def pair(turns):
+        return d * math.log(original / (turns * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = max(math.floor(pair(beta_fast)), 0), min(math.ceil(pair(beta_slow)), d - 1)
+    high = high + 0.001 if low == high else high
+    out = []
+    for i in range(d // 2):
+        omega = base ** (-2 * i / d)
+        ramp = min(max((i - low) / (high - low), 0.0), 1.0)
+        out.append((1 - ramp) * omega + ramp * omega / factor)
+    return torch.tensor(out, dtype=torch.float64)
+
+
+def ex6_yarn_frequencies(seed: int):
+    g = generator(seed, "ex6_yarn_frequencies")
+    pick = lambda options: options[int(torch.randint(len(options), (), generator=g))]  # noqa: E731
+    for betas in [(), (), (), (pick([8, 16, 24]), pick([2, 3]))]:
+        d, base = pick([32, 64, 128]), pick([10000.0, 500000.0, 1000000.0])
+        factor, original = pick([2.0, 4.0, 8.0, 16.0, 40.0]), pick([64, 256, 2048, 4096, 8192])
+        args = (d, base, factor, original, *betas)
+        what = "other betas" if betas else "the default betas"
+        yield Case(f"yarn_frequencies{args}, {what}: a ({d // 2},) tensor of frequencies",
+                   calls("yarn_frequencies", *args), returns(_yarn(*args), ["d // 2"], atol=0.0, rtol=1e-4))

@@ -36,6 +36,15 @@ def _loss(f="counts.to(probs.dtype) / probs.shape[0]", mean="probs.mean(dim=0)",
             f"    f = {f}\n    mean_prob = {mean}\n    return {scale} * (f * mean_prob).sum()\n")
 
 
+def _yarn(low="max(math.floor(pair(beta_fast)), 0)", high="min(math.ceil(pair(beta_slow)), d - 1)",
+          turns="turns * 2 * math.pi", out="(1 - ramp) * omega + ramp * omega / factor") -> str:
+    return ("import math\nimport torch\ndef yarn_frequencies(d, base, factor, original, beta_fast=32, beta_slow=1):\n"
+            f"    def pair(turns):\n        return d * math.log(original / ({turns})) / (2 * math.log(base))\n"
+            f"    low = {low}\n    high = {high}\n    if low == high:\n        high += 0.001\n"
+            "    i = torch.arange(d // 2, dtype=torch.float64)\n    omega = base ** (-2 * i / d)\n"
+            f"    ramp = ((i - low) / (high - low)).clamp(0, 1)\n    return {out}\n")
+
+
 WRONG = {
     "ex1_answer": [
         ("keys only in multi-head attention", _cache(mha="32 * 128"), "only the keys"),
@@ -104,9 +113,30 @@ WRONG = {
          "    return n_experts * f * probs.mean(dim=0)\n", None),
         ("P of the first token only", _loss(mean="probs[0]"), None),
     ],
+    "ex6_answer": [
+        ("the ramp reversed", _yarn(out="ramp * omega + (1 - ramp) * omega / factor"), "the slow ones kept"),
+        ("position interpolation", _yarn(out="omega / factor"), "position interpolation"),
+        ("multiplied by factor", _yarn(out="(1 - ramp) * omega + ramp * omega * factor"), "turn more slowly"),
+        ("not rounded", _yarn(low="max(pair(beta_fast), 0)", high="min(pair(beta_slow), d - 1)"), "rounded outward"),
+        ("rounded the other way", _yarn(low="max(math.ceil(pair(beta_fast)), 0)",
+                                        high="min(math.floor(pair(beta_slow)), d - 1)"), None),
+        ("turns without 2 pi", _yarn(turns="turns"), "2 pi"),
+        ("the betas swapped", _yarn(low="max(math.floor(pair(beta_slow)), 0)",
+                                    high="min(math.ceil(pair(beta_fast)), d - 1)"), "swapped"),
+        ("the ramp over all d entries", _yarn().replace("torch.arange(d // 2,", "torch.arange(d,"), None),
+    ],
 }
 
 RIGHT = {
+    "ex6_answer": [
+        ("float32, the ramp in numpy", "import math\nimport numpy as np\n"
+         "def yarn_frequencies(d, base, factor, original, beta_fast=32, beta_slow=1):\n"
+         "    at = lambda r: d * math.log(original / (r * 2 * math.pi)) / (2 * math.log(base))\n"
+         "    low, high = max(math.floor(at(beta_fast)), 0), min(math.ceil(at(beta_slow)), d - 1)\n"
+         "    i = np.arange(d // 2, dtype=np.float32)\n    omega = np.float32(base) ** (-2 * i / d)\n"
+         "    ramp = np.clip((i - low) / (high - low + 0.001 * (low == high)), 0, 1)\n"
+         "    return omega * (1 - ramp + ramp / factor)\n"),
+    ],
     "ex1_answer": [
         ("tensors and floats", "import torch\n"
          "cache = {'mha': torch.tensor(8192), 'gqa': 2048.0, 'mla': torch.tensor(576.0, dtype=torch.float64), "

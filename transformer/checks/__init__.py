@@ -68,7 +68,7 @@ HOMES = {
     ),
     "a14": (
         "CACHE_MODELS", "cache_by_hand", "check_balancing_loss", "check_cache_by_hand", "check_router_weights",
-        "check_slot_positions", "check_window_mask",
+        "check_slot_positions", "check_window_mask", "check_yarn_frequencies",
     ),
 }
 _HOME_OF = {name: module for module, names in HOMES.items() for name in names}

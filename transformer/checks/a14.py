@@ -3,7 +3,7 @@
 The references: the cache sizes of the exercise's models written out for exercise 1; the chapter's
 :func:`~transformer.masks.sliding_window_mask` for exercise 2; the ring buffer's slots written out for exercise 3;
 the chapter's :class:`~transformer.moe.Router` for exercise 4; its :func:`~transformer.moe.load_balancing_loss` for
-exercise 5.
+exercise 5; its :func:`~transformer.rope_scaling.rope_frequencies` for exercise 6.
 """
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ import torch
 
 from ..masks import sliding_window_mask
 from ..moe import MoEConfig, Router, load_balancing_loss
+from ..rope_scaling import rope_frequencies
 from .answers import check_numbers_by_hand
 from .core import Mistake, call, compare, outputs, report
-from .mistakes.a14 import BALANCE_MISTAKES, ROUTER_MISTAKES, SLOT_MISTAKES, WINDOW_MASK_MISTAKES
+from .mistakes.a14 import BALANCE_MISTAKES, ROUTER_MISTAKES, SLOT_MISTAKES, WINDOW_MASK_MISTAKES, YARN_MISTAKES
 
 __all__ = ["check_cache_by_hand", "check_window_mask", "check_slot_positions", "check_router_weights",
-           "check_balancing_loss", "CACHE_MODELS", "cache_by_hand"]
+           "check_balancing_loss", "check_yarn_frequencies", "CACHE_MODELS", "cache_by_hand"]
 
 # exercise 1: the shapes of three open models (their configurations and papers) and a context of 32k tokens
 CACHE_MODELS = {
@@ -176,10 +177,34 @@ def check_balancing_loss(fn: Callable, seed: int = 0) -> None:
     report("load_balancing_loss", [])
 
 
+# ----------------------------------------------------------------------------- exercise 6
+
+YARN_TOLERANCE = {"atol": 0.0, "rtol": 1e-4}  # relative: the slow pairs' frequencies are far below any atol
+
+
+def check_yarn_frequencies(fn: Callable) -> None:
+    """``fn(d, base, factor, original, beta_fast=32, beta_slow=1)``: YaRN's ``(d // 2,)`` frequencies, as Hugging
+    Face computes them (rtol 1e-4)."""
+    __tracebackhide__ = True
+    for args in [(16, 10000.0, 4.0, 64), (64, 10000.0, 8.0, 2048), (32, 500000.0, 16.0, 8192), (8, 100.0, 2.0, 16),
+                 (128, 10000.0, 4.0, 4096, 16, 2)]:
+        d, base, factor, original, *betas = args
+        settings = {"rope_type": "yarn", "factor": factor, "original_max_position_embeddings": original,
+                    **dict(zip(("beta_fast", "beta_slow"), betas))}
+        case = f"yarn_frequencies{args}"
+        got = call(fn, args, case)
+        problems = compare(got, rope_frequencies(d, base, settings)[0], ("d // 2",),
+                           mistakes=outputs(YARN_MISTAKES, *args), what=case, **YARN_TOLERANCE)
+        if problems:
+            report(case, problems)
+    report("yarn_frequencies", [])
+
+
 MISTAKES = {
     "check_cache_by_hand": CACHE_MISTAKES,
     "check_window_mask": WINDOW_MASK_MISTAKES,
     "check_slot_positions": SLOT_MISTAKES,
     "check_router_weights": ROUTER_MISTAKES,
     "check_balancing_loss": BALANCE_MISTAKES,
+    "check_yarn_frequencies": YARN_MISTAKES,
 }

@@ -7,6 +7,8 @@ a function with the exercise's signature, most written as the right answer with 
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..core import Mistake
@@ -130,4 +132,41 @@ BALANCE_MISTAKES = [
             lambda p, e, n: _loss(p, e, n, f_from_probs=True)),
     Mistake("n_experts squared", "the sum was multiplied by n_experts twice; once is the Switch loss's scale.",
             lambda p, e, n: _loss(p, e, n, factor=n * n)),
+]
+
+# ----------------------------------------------------------------------------- exercise 6: YaRN's ramp
+
+
+def _yarn(d, base, factor, original, beta_fast=32, beta_slow=1, reverse=False, rounded=True, times=False,
+          turn=2 * math.pi, swap=False, ramp_on=True):
+    """``(d // 2,)`` float64: YaRN's frequencies with one step changeable."""
+    omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)  # (d / 2,)
+
+    def index(turns):  # the pair that turns `turns` times in `original` positions
+        return d * math.log(original / (turns * turn)) / (2 * math.log(base))
+
+    low, high = (index(beta_slow), index(beta_fast)) if swap else (index(beta_fast), index(beta_slow))
+    if rounded:
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, d - 1)
+    high = high + 0.001 if low == high else high
+    ramp = ((torch.arange(d // 2, dtype=torch.float64) - low) / (high - low)).clamp(0, 1)  # (d / 2,)
+    ramp = 1 - ramp if reverse else ramp if ramp_on else torch.ones_like(ramp)
+    return (omega * factor if times else omega / factor) * ramp + omega * (1 - ramp)
+
+
+YARN_MISTAKES = [
+    Mistake("the ramp reversed", "the fast pairs were divided by factor and the slow ones kept; YaRN keeps the pairs "
+            "that turn many times in the training length (small i, ramp 0) and divides the slow ones (ramp 1).",
+            lambda *a: _yarn(*a, reverse=True)),
+    Mistake("every pair divided", "every frequency was divided by factor: that is position interpolation; YaRN keeps "
+            "the fast pairs as they are and ramps between.", lambda *a: _yarn(*a, ramp_on=False)),
+    Mistake("multiplied by factor", "the slow pairs' frequencies were multiplied by factor; to stretch the context "
+            "they turn more slowly: omega_i / factor.", lambda *a: _yarn(*a, times=True)),
+    Mistake("not rounded", "low and high were left as they are; they are rounded outward first, low down (floor) "
+            "and high up (ceil), as Hugging Face does by default.", lambda *a: _yarn(*a, rounded=False)),
+    Mistake("turns without 2 pi", "a pair turns omega_i * original / (2 pi) times in the training length: the 2 pi "
+            "is missing from i(r).", lambda *a: _yarn(*a, turn=1.0)),
+    Mistake("beta_fast and beta_slow swapped", "low comes from beta_fast (the pairs that turn 32 times, small i) and "
+            "high from beta_slow (once, larger i); here they are swapped.", lambda *a: _yarn(*a, swap=True)),
 ]

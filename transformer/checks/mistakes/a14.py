@@ -127,8 +127,8 @@ BALANCE_MISTAKES = [
             lambda p, e, n: _loss(p, e, n, per_choice=True)),
     Mistake("counts not divided", "f_i is expert i's number of choices per token: divide its count by the number "
             "of tokens.", lambda p, e, n: _loss(p, e, n, counts_only=True)),
-    Mistake("f from the probabilities", "f_i came from the router's probabilities; it counts the experts actually "
-            "chosen (experts), which is what the loss cannot differentiate and P_i stands in for.",
+    Mistake("f from the probabilities", "f_i was taken from the router's probabilities, so P_i counts twice; f_i "
+            "counts the experts actually chosen, from experts (the counts carry no gradient, P_i carries it).",
             lambda p, e, n: _loss(p, e, n, f_from_probs=True)),
     Mistake("n_experts squared", "the sum was multiplied by n_experts twice; once is the Switch loss's scale.",
             lambda p, e, n: _loss(p, e, n, factor=n * n)),

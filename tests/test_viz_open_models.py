@@ -46,6 +46,15 @@ def test_the_shares_shown_are_the_ones_given():
     assert "<b>0.300</b> of the choices, the idlest <b>0.200</b>" in ex.view.value
 
 
+def test_bad_choices_are_refused_by_name():
+    with pytest.raises(ValueError, match="model: expected one of .*'Llama 2 7B'.*, got 'GPT-4'"):
+        CacheCostExplorer(model="GPT-4")
+    with pytest.raises(ValueError, match="kind: expected one of"):
+        CacheCostExplorer(kind="linear")
+    with pytest.raises(ValueError, match="context: expected one of .*, got 1000"):
+        CacheCostExplorer(context=1000)
+
+
 def test_bad_loads_are_refused_by_name():
     with pytest.raises(ValueError, match="loads: expected at least one"):
         ExpertLoadExplorer({})

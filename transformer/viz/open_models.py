@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 import torch
 
+from .._validate import require_choice
 from ..config import TransformerConfig
 from ..kv_cache import cache_bytes
 from ..latent_attention import LatentConfig
@@ -28,6 +29,8 @@ def attention_config(model: str, kind: str) -> TransformerConfig:
     """The cache's shape of ``kind`` of attention at ``model``'s layers, heads and head size: grouped-query and the
     window as Mistral 7B (8 key/value heads, a window of 4096), latent as DeepSeek-V2 (``d_c = 4 d_h``,
     ``d_h^R = d_h / 2``). ``d_model`` is set to ``n_heads d_h``: the cache does not depend on it."""
+    require_choice("model", model, tuple(MODELS))
+    require_choice("kind", kind, KINDS)
     layers, heads, d_h = MODELS[model]
     fields = dict(vocab_size=2, d_model=heads * d_h, n_heads=heads, d_ff=1, n_layers=layers, max_len=CONTEXTS[-1])
     extra = {KINDS[0]: {}, KINDS[1]: dict(n_kv_heads=8), KINDS[2]: dict(n_kv_heads=1),
@@ -50,6 +53,8 @@ class CacheCostExplorer(Explorer):
     def __init__(self, model: str = "Llama 2 7B", kind: str = KINDS[0], context: int = 4096):
         import ipywidgets as w
 
+        attention_config(model, kind)  # a known model and kind, or a clear error
+        require_choice("context", context, CONTEXTS)
         self.model = w.Dropdown(options=list(MODELS), value=model, description="model")
         self.kind = w.Dropdown(options=list(KINDS), value=kind, description="attention")
         self.context = w.SelectionSlider(options=[(f"{c:,}", c) for c in CONTEXTS], value=context,

@@ -18,6 +18,7 @@ LONGEST_FIRST = (
     "tests/test_course_loop.py",
     "notebooks/13_looking_inside.ipynb",
     "notebooks/12_from_2017_to_today.ipynb",
+    "notebooks/14_open_models.ipynb",
 )
 
 

@@ -5,10 +5,11 @@ reports the median; attention entries also record peak memory (from the
 profiler's allocation events). Prints a table and writes ``_build/bench/results.json``
 (a list of ``{name, ours_s, reference, reference_s, ratio, target, met}``),
 ``_build/bench/scaling.json`` (attention time and memory against sequence length),
-``_build/bench/attention_memory.json`` (peak memory of three forms of attention against T, chapter 12)
+``_build/bench/attention_memory.json`` (peak memory of three forms of attention against T, chapter 12),
+``_build/bench/open_models.json`` (decoding per kind of attention and a mixture of experts, chapter 14)
 and ``_build/bench/machine.json`` (what it ran on). The book's performance page
 shows these files when they exist, else the reference run committed in
-``benchmarks/results/``; to update that, copy the three files there.
+``benchmarks/results/``; to update that, copy the files there.
 Speed targets live here, never in unit tests.
 
     python -m benchmarks.bench [--quick] [--only NAME ...] [--out FOLDER]
@@ -32,6 +33,7 @@ from transformer.interop import copy_encoder_block, copy_multihead
 
 from . import timing
 from .modern import attention_memory, bench_flash, bench_kv_cache
+from .open_models import open_models, print_rows
 from .project import bench_book, bench_capstone, bench_grading, bench_nbval, bench_recorder
 from .timing import interleaved
 
@@ -260,6 +262,10 @@ def main() -> None:
         ts = (256, 512, 1024) if args.quick else (256, 512, 1024, 2048, 4096)
         (args.out / "attention_memory.json").write_text(json.dumps(attention_memory(ts), indent=1))
     print_table(rows)
+    if not args.only:  # chapter 14: decoding per kind of attention, experts against dense (benchmarks/open_models.py)
+        chapter_14 = open_models(repeats)
+        (args.out / "open_models.json").write_text(json.dumps(chapter_14, indent=1))
+        print_rows(chapter_14)
     print(f"\nthreads: {torch.get_num_threads()}; wrote {results}")
 
 

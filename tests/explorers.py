@@ -58,6 +58,7 @@ def python_explorers():
     import torch
 
     from transformer.viz import (
+        CacheCostExplorer,
         EmbeddingScaleExplorer,
         HeadCountExplorer,
         OnlineSoftmaxExplorer,
@@ -72,6 +73,7 @@ def python_explorers():
         ("05_multi_head_attention", 1): lambda: HeadCountExplorer(d_model=512, seq=10, n_heads=8),
         ("12_from_2017_to_today", 0): lambda: OnlineSoftmaxExplorer(
             torch.tensor([3.0, 1.0, 2.0, 5.0, -1.0, 4.0, 6.5, 0.5]), block=2),
+        ("14_open_models", 0): lambda: CacheCostExplorer(model="Llama 2 7B", kind="multi-head", context=4096),
     }
 
 

@@ -93,3 +93,17 @@ def test_the_guide_quotes_the_recorders_row_as_measured():
     guide = " ".join((ROOT / "book" / "instructors.md").read_text(encoding="utf-8").split())
     assert f"ran {ratio:.1f} times slower in `make bench`'s `forbidden-recorder` row" in guide
     assert ratio <= TARGETS["forbidden-recorder"][1]
+
+
+def test_chapter_14_reference_rows_weigh_the_caches_as_worked_out_by_hand():
+    """The committed run of benchmarks/open_models.py: bytes per position of one layer in float32, 16 heads of 64 —
+    multi-head 2 * 16 * 64 * 4, 4 key/value heads 2 * 4 * 64 * 4, one 2 * 64 * 4, latent (256 + 32) * 4, and the
+    window's 511 kept positions of 2,048 bytes spread over the 2,048 positions seen."""
+    rows = {r["name"]: r for r in json.loads((ROOT / "benchmarks" / "results" / "open_models.json").read_text())}
+    expected = {"decode-2k-grouped-query, 4 kv heads": 2048, "decode-2k-multi-query": 512,
+                "decode-2k-window 512, 4 kv heads": 511, "decode-2k-latent, absorbed": 1152}
+    assert set(rows) == {*expected, "moe-top2-of-8"}
+    for name, size in expected.items():
+        assert rows[name]["cache_bytes_per_token"] == size
+        assert rows[name]["reference_cache_bytes_per_token"] == 2 * 16 * 64 * 4
+        assert rows[name]["ratio"] == pytest.approx(rows[name]["ours_s"] / rows[name]["reference_s"])

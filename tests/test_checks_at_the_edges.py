@@ -113,6 +113,7 @@ ENTRY_POINTS = {
     "Router": partial(Router(16, MoEConfig(4, 2, scoring="sigmoid", n_groups=2)), r(6, 16)),
     "load_balancing_loss": lambda: load_balancing_loss(r(6, 4).softmax(-1), torch.tensor([[0, 1]] * 6), 4),
     "update_correction_bias": lambda: update_correction_bias(torch.zeros(4), torch.tensor([[0, 1]] * 6)),
+    "cache_bytes": lambda: T.cache_bytes(cfg(sliding_window=4), 10, torch.float16),
     "LatentAttention": partial(latent_attention_for(cfg(positional="rope", latent=LatentConfig(6, 4, 4, 4))),
                                r(2, 4, 16), mask=CAUSAL_4[None]),
 }

@@ -14,7 +14,7 @@ from conftest import ASSIGNMENTS, ROOT, make_submission, venv_env
 
 pytestmark = pytest.mark.slow
 
-# One grading process for all the assignments, one after another, with one worker each: fourteen
+# One grading process for all the assignments, one after another, with one worker each: fifteen
 # processes would each pay again for importing torch, nbgrader and the grader.
 GRADE_EACH = """import sys
 from pathlib import Path

@@ -431,6 +431,8 @@ CASES = {
     "an expert out of range to load_balancing_loss": (
         lambda: T.load_balancing_loss(r(3, 4).softmax(-1), torch.tensor([[0], [1], [4]]), 4), ValueError,
         m("experts:", "expert indices in [0, 3]", "got values in [0, 4]")),
+    "a context of 0 to cache_bytes": (lambda: T.cache_bytes(cfg(), 0), ValueError,
+                                      m("context:", "positive int", "got 0")),
     "float experts to update_correction_bias": (lambda: T.update_correction_bias(torch.zeros(4), r(3, 2)), TypeError,
                                                 m("experts:", "integer tensor of expert indices", "float32")),
     "a RoPE of the wrong size to LatentAttention": (

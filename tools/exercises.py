@@ -136,6 +136,15 @@ EXERCISES = (
       "check_direct_logit_attribution", CALL, forbids=True, keeps=("parts", "gamma", "W_U")),
     E("13", "ex4_answer", "ex4_restored_fractions", "restored_fractions", "check_restored_fractions",
       ("a13.sweep",), forbids=True, dtype_of="clean"),
+    E("14", "ex1_answer", "ex1_cache_by_hand", "cache", "check_cache_by_hand", VALUE, forbids=True),
+    E("14", "ex2_answer", "ex2_window_mask", "sliding_window_mask", "check_window_mask", CALL, forbids=True,
+      dtype_of="torch.bool"),
+    E("14", "ex3_answer", "ex3_slot_positions", "slot_positions", "check_slot_positions", CALL, forbids=True),
+    E("14", "ex4_answer", "ex4_router_weights", "router_weights", "check_router_weights", CALL, forbids=True,
+      dtype_of="logits"),
+    E("14", "ex5_answer", "ex5_balancing_loss", "load_balancing_loss", "check_balancing_loss", CALL, forbids=True,
+      dtype_of="probs"),
+    E("14", "ex6_answer", "ex6_yarn_frequencies", "yarn_frequencies", "check_yarn_frequencies", CALL, forbids=True),
 )
 
 

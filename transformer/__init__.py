@@ -42,7 +42,7 @@ from .embedding import TokenEmbedding, rms
 from .feedforward import GatedFeedForward, PositionwiseFeedForward
 from .flash import flash_attention
 from .heads import OutputHead
-from .kv_cache import KVCache, cache_bytes_per_token, generate_cached
+from .kv_cache import KVCache, cache_bytes, cache_bytes_per_token, generate_cached
 from .latent_attention import LatentAttention, LatentConfig
 from .masks import (
     causal_mask,
@@ -113,6 +113,6 @@ __all__ = [
     "repeat_kv",
     # chapter 14
     "LatentAttention", "LatentConfig", "MixtureOfExperts", "MoEConfig", "RollingLayerCache", "Router",
-    "ScaledRotaryEmbedding", "load_balancing_loss", "rolling_cache", "rope_frequencies", "sliding_window_mask",
-    "update_correction_bias",
+    "ScaledRotaryEmbedding", "cache_bytes", "load_balancing_loss", "rolling_cache", "rope_frequencies",
+    "sliding_window_mask", "update_correction_bias",
 ]

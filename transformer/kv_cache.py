@@ -7,7 +7,8 @@ future, so nothing a new token does alters them. :class:`KVCache` keeps them,
 layer by layer, as ``(batch, n_kv_heads, seq, d_h)`` tensors; each step
 then feeds only the new token, whose query attends to the stored keys and its
 own. The tokens are the same; the work per step no longer grows with the
-length (but attention's still does, and so does the cache: :func:`cache_bytes_per_token`).
+length (but attention's still does, and so does the cache: :func:`cache_bytes_per_token`, and with sliding
+windows :func:`cache_bytes`).
 """
 
 from __future__ import annotations
@@ -88,11 +89,28 @@ class KVCache:
 def cache_bytes_per_token(cfg, dtype: torch.dtype = torch.float32) -> int:
     """What one position costs in the cache of a :class:`~transformer.config.TransformerConfig`'s decoder:
     a key and a value of ``kv_heads * d_h`` numbers in each layer. Grouped-query attention divides it by
-    ``n_heads / n_kv_heads``."""
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype: expected a floating-point torch.dtype (e.g. torch.float32), got {dtype!r}")
-    itemsize = torch.empty((), dtype=dtype).element_size()
-    return 2 * cfg.n_layers * cfg.kv_heads * cfg.d_h * itemsize
+    ``n_heads / n_kv_heads``; latent attention (chapter 14) keeps ``kv_lora_rank + qk_rope_head_dim`` numbers."""
+    _check_dtype(dtype)
+    return cfg.n_layers * _numbers_per_layer(cfg) * torch.empty((), dtype=dtype).element_size()
+
+
+def cache_bytes(cfg, context: int, dtype: torch.dtype = torch.float32) -> int:
+    """What the cache of one sequence holds after ``context`` positions (chapter 14): every position in a layer
+    that sees the whole past, the last ``window - 1`` in a windowed one (its
+    :class:`~transformer.sliding_window.RollingLayerCache`)."""
+    require_positive_int("context", context)
+    _check_dtype(dtype)
+    per_position = _numbers_per_layer(cfg) * torch.empty((), dtype=dtype).element_size()  # one position, one layer
+    windows = [cfg.layer_window(layer) for layer in range(cfg.n_layers)]
+    return per_position * sum(context if w is None else min(context, w - 1) for w in windows)
+
+
+def _numbers_per_layer(cfg) -> int:
+    """The numbers one position keeps in one layer's cache: a key and a value, or latent attention's ``c, k_rope``."""
+    latent = getattr(cfg, "latent", None)
+    if latent is not None:
+        return latent.kv_lora_rank + latent.qk_rope_head_dim
+    return 2 * cfg.kv_heads * cfg.d_h
 
 
 def generate_cached(model, prefix: torch.Tensor, max_new_tokens: int, eos_id: int | None = None,
@@ -112,3 +130,12 @@ def generate_cached(model, prefix: torch.Tensor, max_new_tokens: int, eos_id: in
         # each step feeds only the positions the cache has not seen: the prefix first, then the token just chosen
         return generate(lambda ids: model(ids[:, len(cache):], cache=cache), prefix, max_new_tokens, eos_id,
                         temperature, generator, top_k, top_p)
+
+
+# ----------------------------------------------------------------------------- argument checks
+
+
+def _check_dtype(dtype) -> None:
+    """A floating-point ``torch.dtype``: the numbers the cache would hold."""
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype: expected a floating-point torch.dtype (e.g. torch.float32), got {dtype!r}")

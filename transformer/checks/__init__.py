@@ -13,7 +13,7 @@ exercise notebook can write ``from transformer.checks import check_attention``;
 ``MISTAKES`` gathers the known mistakes of every check, by the check's name.
 
 A name is imported from its module when it is first asked for (``HOMES`` says where each lives): an
-exercise notebook loads its own chapter's checks, not all fourteen modules (a third of a second of every
+exercise notebook loads its own chapter's checks, not all fifteen modules (a third of a second of every
 graded kernel's start).
 """
 
@@ -65,6 +65,10 @@ HOMES = {
     "a13": (
         "BY_HAND_PATTERN", "check_direct_logit_attribution", "check_induction_score", "check_restored_fractions",
         "check_scores_by_hand", "scores_by_hand",
+    ),
+    "a14": (
+        "CACHE_MODELS", "cache_by_hand", "check_balancing_loss", "check_cache_by_hand", "check_router_weights",
+        "check_slot_positions", "check_window_mask", "check_yarn_frequencies",
     ),
 }
 _HOME_OF = {name: module for module, names in HOMES.items() for name in names}

@@ -20,6 +20,7 @@ from .training import TrainingProgress, TranslationExplorer, plot_losses, transl
 from .sampling import SamplingExplorer  # chapter 11
 from .online_softmax import OnlineSoftmaxExplorer, online_steps  # chapter 12
 from .inside import HeadPatternExplorer, LogitLensExplorer, pattern_svg  # chapter 13
+from .open_models import CacheCostExplorer, ExpertLoadExplorer, attention_config  # chapter 14
 
 __all__ = [
     "RecurrenceExplorer", "path_length", "plot_road_map", "sequential_steps", "surviving_fraction",
@@ -34,4 +35,5 @@ __all__ = [
     "SamplingExplorer",
     "OnlineSoftmaxExplorer", "online_steps",
     "HeadPatternExplorer", "LogitLensExplorer", "pattern_svg",
+    "CacheCostExplorer", "ExpertLoadExplorer", "attention_config",
 ]

@@ -163,3 +163,29 @@ def bench_recorder(repeats: int) -> dict:
     ours, ref = interleaved(recorded, plain, repeats)
     return {"name": "forbidden-recorder", "ours_s": ours, "reference": "the same 50 calls without the recorder",
             "reference_s": ref, "ratio": ours / ref}
+
+
+def bench_cluster(n: int = 300) -> dict:
+    """Seconds per submission grading a class of ``n`` through a dask cluster of two worker processes of one thread on
+    this machine (``--cluster``, ``distributed.LocalCluster``), beside the same class graded here with ``--jobs 2``:
+    the cluster's overhead, as a ratio."""
+    import nbformat
+    from distributed import LocalCluster
+
+    a = "04_queries_keys_values"
+    with tempfile.TemporaryDirectory() as tmp:
+        subs = Path(tmp) / "subs"
+        subs.mkdir()
+        for i in range(n):
+            nbformat.write(nbmeta.submission(a, solved=i % 2 == 0), subs / f"s{i:03d}.ipynb")
+        cmd = [sys.executable, "-m", "grader", a, str(subs), "--seed", "0", "--quiet"]
+        local = timed([*cmd, "--out", str(Path(tmp) / "local"), "--jobs", "2"], env=venv_env()) / n
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+            there = timed([*cmd, "--out", str(Path(tmp) / "cluster"), "--cluster", cluster.scheduler_address],
+                          env=venv_env()) / n
+        same = (Path(tmp) / "local" / a / "grades.csv").read_bytes() == (Path(tmp) / "cluster" / a / "grades.csv"
+                                                                        ).read_bytes()
+    return {"name": "grade-cluster", "ours_s": there, "reference": f"--jobs 2 on this machine (a class of {n}, whole "
+            f"run / {n}); through a local dask cluster of two worker processes, its first submissions import PyTorch "
+            f"in the workers; grades.csv {'the same' if same else 'DIFFERENT'}", "reference_s": local,
+            "ratio": there / local, "same_grades": same}

@@ -99,9 +99,10 @@ def outcome(future) -> dict:
     """``{"result": ...}`` or ``{"why": ...}`` of a finished task, whatever became of it on the cluster."""
     if future.status != "finished":
         try:
-            error = type(future.exception()).__name__  # the type only: the message may quote the submission
+            raised = future.exception()
         except BaseException:  # noqa: BLE001 - cancelled or lost: no exception to read
-            error = future.status
+            raised = None
+        error = future.status if raised is None else type(raised).__name__  # its type: the message may quote a student
         if error == "KilledWorker":
             return {"why": "the cluster's workers died while grading this file, more often than the scheduler "
                            "allows; it was not graded"}
@@ -110,7 +111,7 @@ def outcome(future) -> dict:
         got = future.result()
     except Exception as exc:  # noqa: BLE001 - a result that cannot be read back is that submission's problem
         return {"why": f"its result could not be read back from the cluster: {type(exc).__name__}"}
-    if not isinstance(got, dict) or len(got) != 1 or not {"result", "why"} & set(got):
+    if not isinstance(got, dict) or len(got) != 1 or not ("result" in got or isinstance(got.get("why"), str)):
         return {"why": "grading on the cluster returned no result; it was not graded"}
     return got
 
@@ -123,13 +124,16 @@ def _remote(work: str, kwargs: dict, deadline: float | None, unsafe: bool) -> di
 
     from grader import workers
 
-    if why := _prepared(unsafe):
-        return {"why": why}
-    module, function = work.split(":")
     got: dict = {}
-    workers.run_all([(0, kwargs)], getattr(importlib.import_module(module), function), 1,
-                    lambda key, result: got.update(result=result),
-                    lambda key, why: got.update(why=why), deadline=deadline)
+    try:  # never raises: dask would log a failed task with its arguments, the seed among them
+        if why := _prepared(unsafe):
+            return {"why": why}
+        module, function = work.split(":")
+        workers.run_all([(0, kwargs)], getattr(importlib.import_module(module), function), 1,
+                        lambda key, result: got.update(result=result),
+                        lambda key, why: got.update(why=why), deadline=deadline)
+    except Exception as exc:  # noqa: BLE001 - the grader's fault on that worker is this submission's row
+        return {"why": f"grading on the cluster failed on its worker: {type(exc).__name__}; it was not graded"}
     return got or {"why": "grading on the cluster returned no result; it was not graded"}
 
 

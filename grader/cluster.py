@@ -10,8 +10,9 @@ scheduler runs its tasks again elsewhere, and a task is safe to run twice (a new
 and writes nothing that lasts). Results are taken as they come (``as_completed``) and saved here at once, so
 ``--resume`` works across clusters. A task that fails on a worker becomes its submission's problem, never the run's.
 
-The seed reaches a worker only in the task's arguments, in memory, and stays in the worker's grading process,
-outside the sandbox, as on this machine; the course's secret never leaves this machine (the seed is derived here).
+The seed reaches a worker only in the task's arguments, held in memory (the worker's and its grading process's),
+outside the sandbox, as on this machine, and never logged (a task never raises); the course's secret never leaves
+this machine (the seed is derived here).
 ``distributed`` is imported here only, and only for ``--cluster``.
 """
 
@@ -58,7 +59,8 @@ class Cluster:
         except (OSError, TimeoutError):
             self.client.close()
             raise ValueError(f"--cluster: expected a scheduler with workers, got {address!r}, which had none after "
-                             f"{limits.CLUSTER_WORKERS_S} s (start them with `dask worker {self.address}`)") from None
+                             f"{limits.CLUSTER_WORKERS_S} s (start one with `make worker CLUSTER={self.address}`)"
+                             ) from None
         self.where = f"on the dask cluster at {self.address}"
 
     @property
@@ -91,8 +93,22 @@ class Cluster:
             if futures:  # stopped early (Ctrl-C): the cluster does not go on grading for no one
                 self.client.cancel(list(futures))
 
+    def limits_line(self) -> str:
+        """The limits that hold on the workers (``sandbox.limits_line`` there), each different line once."""
+        try:
+            lines = sorted(set(self.client.run(_limits_here).values()))
+        except Exception as exc:  # noqa: BLE001 - a worker that cannot say is said
+            return f"limits: not known, the cluster's workers did not say ({type(exc).__name__})"
+        return "; on other workers: ".join(lines) + f" ({len(self.client.nthreads())} worker(s))"
+
     def close(self) -> None:
         self.client.close()
+
+
+def _limits_here() -> str:
+    from grader import sandbox
+
+    return sandbox.limits_line()
 
 
 def outcome(future) -> dict:

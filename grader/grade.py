@@ -110,7 +110,7 @@ def _refusal(assignment: str, submissions: Path, opts: Options) -> str | None:
             check(kind, path, assignment, opts.column)
         except ValueError as exc:  # a file of another shape, or no column for this assignment: said before grading
             return f"--export {kind}: {exc}"
-    if not sandbox.unsafe() and (why := sandbox.why_unavailable()):
+    if not sandbox.unsafe() and not opts.cluster and (why := sandbox.why_unavailable()):  # a cluster's: each worker
         return (f"refusing to grade: {why}.\nStudent code must run in a sandbox. To grade anyway, without one, "
                 f"set {sandbox.UNSAFE}=1 (every row is then marked unsandboxed).")
     return None
@@ -185,7 +185,7 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options, pool) -> int:
     rules, graded = forbids(assignment), [s for s in subs if s.status == "graded"]  # rules: read here, watched there
     ready, saved, flagged, zeroed = _read_all(graded, release, rules, opts, seed, out / "results")
     run_info = {"assignment": assignment, "seed": seed, "seed_from": seed_source, "timeout": timeout,
-                "budget": budget, "limits": sandbox.limits_line(), "sandboxed": not unsafe,
+                "budget": budget, "limits": pool.limits_line(), "sandboxed": not unsafe,
                 "export": opts.export and {"kind": opts.export[0], "file": str(Path(opts.export[1]).resolve()),
                                            "column": opts.column}}  # hand points reach the file (grader/manual.py)
     if not opts.quiet:

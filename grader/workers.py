@@ -37,6 +37,9 @@ class Local:
                 deadline: float | None = None) -> None:
         run_all(jobs, work, self.size, done, failed, deadline)
 
+    def limits_line(self) -> str:
+        return sandbox.limits_line()
+
     def close(self) -> None:
         pass
 

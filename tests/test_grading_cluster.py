@@ -64,6 +64,8 @@ def test_the_cluster_grades_a_class_as_this_machine_does(tmp_path, scheduler):
     finished(grading(subs, tmp_path / "here", "--jobs", "2"))
     there = finished(grading(subs, tmp_path / "there", "--cluster", address))
     assert f"2 at a time on the dask cluster at {address}" in there
+    assert there.splitlines()[0].startswith("limits: ") and there.splitlines()[0].endswith("(2 worker(s))"), \
+        "the first line gives the limits that hold on the workers"
     local, remote = grades(tmp_path / "here"), grades(tmp_path / "there")
     assert [r["score"] for r in remote] == [FULL, NONE, FULL, NONE], remote
     assert remote == local

@@ -10,10 +10,9 @@ scheduler runs its tasks again elsewhere, and a task is safe to run twice (a new
 and writes nothing that lasts). Results are taken as they come (``as_completed``) and saved here at once, so
 ``--resume`` works across clusters. A task that fails on a worker becomes its submission's problem, never the run's.
 
-The seed reaches a worker only in the task's arguments, held in memory (the worker's and its grading process's),
-outside the sandbox, as on this machine, and never logged (a task never raises); the course's secret never leaves
-this machine (the seed is derived here).
-``distributed`` is imported here only, and only for ``--cluster``.
+The seed reaches a worker only in the task's arguments, held in memory (the scheduler's, the worker's and its grading
+process's), outside the sandbox, as on this machine, and never logged (a task never raises); the course's secret
+never leaves this machine (the seed is derived here). ``distributed`` is imported here only, and only for ``--cluster``.
 """
 
 from __future__ import annotations
@@ -138,12 +137,12 @@ def _remote(work: str, kwargs: dict, deadline: float | None, unsafe: bool) -> di
     ``unsafe``: whether this run grades without a sandbox."""
     import importlib
 
-    from grader import workers
-
     got: dict = {}
     try:  # never raises: dask would log a failed task with its arguments, the seed among them
         if why := _prepared(unsafe):
             return {"why": why}
+        from grader import workers
+
         module, function = work.split(":")
         workers.run_all([(0, kwargs)], getattr(importlib.import_module(module), function), 1,
                         lambda key, result: got.update(result=result),

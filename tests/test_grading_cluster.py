@@ -150,3 +150,15 @@ def test_whatever_a_task_comes_back_as_becomes_its_submissions_row():
     assert raised == "grading on the cluster failed: ValueError; it was not graded"  # the type only
     assert "workers died while grading this file" in outcome(Finished("error", error=KilledWorker()))["why"]
     assert "cancelled" in outcome(Finished("cancelled"))["why"]
+
+
+def test_a_task_that_cannot_grade_on_its_worker_returns_the_reason_and_never_raises(monkeypatch):
+    """A raising task would be logged by dask with its arguments, the seed among them: it returns the reason."""
+    from grader import cluster, sandbox
+
+    other = not sandbox.unsafe()  # a run whose sandboxing differs from this worker's
+    why = cluster._remote("grader.grade:run_one", {"seed": 987654321}, None, other)["why"]
+    assert f"({sandbox.UNSAFE}), unlike this run; it was not graded" in why and "987654321" not in why
+    monkeypatch.setattr(cluster, "_prepared", lambda unsafe: None)
+    assert cluster._remote("grader.no_such_module:run", {"seed": 987654321}, None, False) == {
+        "why": "grading on the cluster failed on its worker: ModuleNotFoundError; it was not graded"}

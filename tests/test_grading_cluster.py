@@ -78,7 +78,8 @@ def test_the_cluster_grades_a_class_as_this_machine_does(tmp_path, scheduler):
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_loses_no_submission(tmp_path, scheduler):
     """A worker process grading a submission is killed (SIGKILL) once the first result is saved: the scheduler runs
-    its task again on the other worker (or on the one its nanny starts anew), and every row is graded."""
+    its task again on the other worker (or on the one its nanny starts anew), and every row is graded. The results,
+    saved as they arrived, are what ``--resume`` on this machine reuses."""
     address, client = scheduler
     subs, out = class_of(tmp_path, 5), tmp_path / "out"
     proc = grading(subs, out, "--cluster", address)
@@ -94,6 +95,9 @@ def test_a_worker_killed_mid_run_loses_no_submission(tmp_path, scheduler):
     assert [r["score"] for r in rows] == [FULL, NONE, FULL, NONE, FULL], text
     assert not any(r["problems"] for r in rows), rows
     assert len(list((out / A04 / "results").glob("*.json"))) == 5
+    again = finished(grading(subs, out, "--resume"))  # on this machine: every result saved from the cluster is kept
+    assert "Grading 0 submission(s)" in again and "5 result(s) kept from the last run" in again, again
+    assert grades(out) == rows
 
 
 def test_an_address_that_is_no_schedulers_is_refused_naming_cluster(tmp_path):

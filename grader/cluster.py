@@ -104,6 +104,23 @@ class Cluster:
         self.client.close()
 
 
+def sweep_boxes() -> int:
+    """Remove the boxes left by grading processes that died with their worker (a killed worker's box outlives it):
+    those whose maker, named in the box's name (``sandbox.new_box``), is no longer alive. How many."""
+    import tempfile
+    from pathlib import Path
+
+    from grader import sandbox
+
+    gone = 0
+    for box in Path(tempfile.gettempdir()).glob("grader-box-*-*"):
+        maker = box.name.split("-")[2]
+        if maker.isdigit() and not Path(f"/proc/{maker}").exists():
+            sandbox.remove_box(box)
+            gone += 1
+    return gone
+
+
 def _limits_here() -> str:
     from grader import sandbox
 
@@ -178,6 +195,7 @@ def _prepared(unsafe: bool) -> str | None:
     if not unsafe and (why := sandbox.why_unavailable()):
         return f"the cluster's worker on {here} cannot sandbox it: {why}; it was not graded"
     sandbox.compile_bytecode()
+    sweep_boxes()
     os.environ["PATH"] = venv_env()["PATH"]
     multiprocessing.current_process().daemon = False
     return None

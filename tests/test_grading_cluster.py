@@ -166,3 +166,22 @@ def test_a_task_that_cannot_grade_on_its_worker_returns_the_reason_and_never_rai
     monkeypatch.setattr(cluster, "_prepared", lambda unsafe: None)
     assert cluster._remote("grader.no_such_module:run", {"seed": 987654321}, None, False) == {
         "why": "grading on the cluster failed on its worker: ModuleNotFoundError; it was not graded"}
+
+
+def test_a_box_whose_maker_died_is_swept_and_a_live_makers_is_kept():
+    """A worker killed in the middle of a submission leaves its box: the next worker on that machine removes it."""
+    import tempfile
+    from pathlib import Path
+
+    from grader import cluster
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    dead = Path(tempfile.mkdtemp(prefix=f"grader-box-{ended.pid}-"))
+    (dead / "out").mkdir()
+    alive = Path(tempfile.mkdtemp(prefix=f"grader-box-{os.getpid()}-"))
+    try:
+        assert cluster.sweep_boxes() >= 1
+        assert not dead.exists() and alive.is_dir()
+    finally:
+        alive.rmdir()

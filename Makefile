@@ -14,7 +14,7 @@ export PYTHONHASHSEED := 0
 # a run's dozen pytest processes instead of 8 cached). The grader's sandboxes set their own environment.
 export PYTHONDONTWRITEBYTECODE :=
 
-.PHONY: help env system bytecode book lint test test-fast nbval notebooks exercises exercise lab grade manual gradebook bench pretrained clean
+.PHONY: help env system bytecode book lint test test-fast nbval notebooks exercises exercise lab grade worker manual gradebook bench pretrained clean
 
 help:
 	@echo "make book    create $(VENV), build the HTML book, print where it is"
@@ -22,7 +22,8 @@ help:
 	@echo "make test-fast   the tests not marked slow (no book build, no grading runs, no nbval): the edit loop"
 	@echo "make lint    ruff on the package, tests, benchmarks, tools and grader (configured in pyproject.toml)"
 	@echo "make lab     open JupyterLab here: the chapters in notebooks/, the exercises in exercises/"
-	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder or zip> [JOBS=n] [OPTIONS=...]   grade a class, each in a sandbox"
+	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder or zip> [JOBS=n | CLUSTER=tcp://host:port] [OPTIONS=...]"
+	@echo "           grade a class, each in a sandbox, here or on a dask cluster's workers (make worker CLUSTER=...)"
 	@echo "           (OPTIONS: --only NAME.., --resume, --export canvas|moodle FILE, --quiet; python -m grader --help)"
 	@echo "make manual ASSIGNMENT=<id> STUDENT=<id> CELL=<cell> POINTS=<n|clear>   points given by hand"
 	@echo "make gradebook   join every graded assignment in grading/ per student: grading/course.csv and course.html"
@@ -123,7 +124,13 @@ pretrained: $(ENV_STAMP)
 grade: $(ENV_STAMP) $(ASSETS_STAMP) system
 	@test -n "$(ASSIGNMENT)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }
 	@test -n "$(SUBMISSIONS)" || { echo "usage: make grade ASSIGNMENT=<id> SUBMISSIONS=<folder>"; exit 2; }
-	$(PY) -m grader "$(ASSIGNMENT)" "$(SUBMISSIONS)" $(if $(JOBS),--jobs "$(JOBS)") $(OPTIONS)
+	$(PY) -m grader "$(ASSIGNMENT)" "$(SUBMISSIONS)" $(if $(JOBS),--jobs "$(JOBS)") $(if $(CLUSTER),--cluster "$(CLUSTER)") $(OPTIONS)
+
+# A worker of a dask cluster for `make grade ... CLUSTER=<address>`, on each machine that grades (book/instructors.md,
+# "Past one machine"): this repository, its environment and bubblewrap; the worker imports the grader from here.
+worker: $(ENV_STAMP) system
+	@test -n "$(CLUSTER)" || { echo "usage: make worker CLUSTER=tcp://HOST:PORT [OPTIONS=--nthreads n ...]"; exit 2; }
+	$(PY) -m distributed.cli.dask_worker "$(CLUSTER)" $(OPTIONS)
 
 # Points given by hand (python -m grader.manual, in the project's environment): grades.csv, the page and the
 # platform's file follow at once.

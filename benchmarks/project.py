@@ -163,3 +163,31 @@ def bench_recorder(repeats: int) -> dict:
     ours, ref = interleaved(recorded, plain, repeats)
     return {"name": "forbidden-recorder", "ours_s": ours, "reference": "the same 50 calls without the recorder",
             "reference_s": ref, "ratio": ours / ref}
+
+
+def bench_cluster(n: int = 300, rounds: int = 2) -> dict:
+    """Seconds per submission grading a class of ``n`` through a dask cluster of two worker processes of one thread on
+    this machine (``--cluster``, ``distributed.LocalCluster``), beside the same class graded here with ``--jobs 2``:
+    the cluster's overhead, as a ratio. The two alternate, ``rounds`` times each; the fastest of each counts."""
+    import nbformat
+    from distributed import LocalCluster
+
+    a = "04_queries_keys_values"
+    with tempfile.TemporaryDirectory() as tmp, LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                                            dashboard_address=None) as cluster:
+        subs = Path(tmp) / "subs"
+        subs.mkdir()
+        for i in range(n):
+            nbformat.write(nbmeta.submission(a, solved=i % 2 == 0), subs / f"s{i:03d}.ipynb")
+        cmd = [sys.executable, "-m", "grader", a, str(subs), "--seed", "0", "--quiet", "--out"]
+        sides = {"local": ["--jobs", "2"], "cluster": ["--cluster", cluster.scheduler_address]}
+        times: dict[str, list[float]] = {side: [] for side in sides}
+        for _ in range(rounds):
+            for side, more in sides.items():
+                times[side].append(timed([*cmd, str(Path(tmp) / side), *more], env=venv_env()) / n)
+        same = len({(Path(tmp) / side / a / "grades.csv").read_bytes() for side in sides}) == 1
+    local, there = min(times["local"]), min(times["cluster"])
+    return {"name": "grade-cluster", "ours_s": there, "reference": f"--jobs 2 on this machine (a class of {n}, whole "
+            f"run / {n}, the fastest of {rounds} alternating runs each; the cluster's first run also imports PyTorch "
+            f"in its workers); grades.csv {'the same' if same else 'DIFFERENT'}", "reference_s": local,
+            "ratio": there / local, "same_grades": same, "runs_s": times}

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from grader import cluster
 from grader.grade import ROOT, grade
 
 
@@ -30,6 +31,14 @@ def _share(text: str) -> float:
     return value
 
 
+def _address(text: str) -> str:
+    """A dask scheduler's address (argparse names ``--cluster`` before the message)."""
+    try:
+        return cluster.check(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--cluster: ")) from None
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m grader",
                                 description="Grade a folder (or a zip) of submissions, each in its own sandbox.")
@@ -41,6 +50,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timeout", type=_positive,
                    help="seconds a cell may run (default: nbgrader_config.py)")
     p.add_argument("--jobs", type=_positive, help="submissions graded at once (default: one per core)")
+    p.add_argument("--cluster", type=_address, metavar="ADDRESS",
+                   help="grade on the workers of this dask scheduler (tcp://HOST:PORT), each with bubblewrap and this "
+                        "repository; the results, gradebook, pages and exports are written here (default: this "
+                        "machine, --jobs at a time)")
     p.add_argument("--budget", type=_positive, help="seconds one submission may take in all: cells, "
                    "replays and hidden tests (default: ten cell timeouts)")
     p.add_argument("--seed", type=int, help="the hidden inputs' seed of an earlier run (grading/<assignment>/"
@@ -78,9 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         export = (kind, Path(path).resolve())
     elif args.column:
         p.error("--column: expected with --export canvas, got no --export")
+    if args.cluster and args.jobs:
+        p.error("--jobs: expected without --cluster (its workers' threads say how many at once), got both")
     return grade(args.assignment, args.submissions.resolve(), args.out.resolve(), args.timeout, args.jobs,
                  args.budget, args.seed, args.secret_file, args.forbidden, only=tuple(args.only), resume=args.resume,
-                 quiet=args.quiet, export=export, column=args.column, similar=args.similar)
+                 quiet=args.quiet, export=export, column=args.column, similar=args.similar,
+                 cluster=args.cluster)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Grade a class: collect -> sandboxed run -> verdicts -> gradebook -> feedback -> report.
 
-Every submission runs in its own sandbox (``grader/sandbox.py``), ``jobs`` at a time, and its worker returns
-its final verdicts. The gradebook, the feedback pages and the report are made here, outside every sandbox.
+Every submission runs in its own sandbox (``grader/sandbox.py``), ``jobs`` at a time on this machine
+(``grader/workers.py``) or on a dask cluster's workers (``grader/cluster.py``), and its worker returns its final
+verdicts. The gradebook, the feedback pages and the report are made here, outside every sandbox.
 Each submission's result is saved as soon as it is ready (``grader/results.py``), so a run that stops loses
 nothing already graded, ``--resume`` finishes it, and ``--only`` grades some students again and keeps the rest.
 """
@@ -16,7 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import collect, feedback, gradebook, limits, report, results, sandbox, workers
+from grader import cluster, collect, feedback, gradebook, limits, report, results, sandbox, workers
 from grader.bookkeeping import Book
 from grader.forbidden import findings, forbids
 from grader.progress import Progress
@@ -42,6 +43,7 @@ class Options:
     export: tuple[str, Path] | None = None  # ("canvas" | "moodle", the file the platform exported)
     column: str | None = None         # the platform's gradebook column (default: the one naming the assignment)
     similar: float | None = None      # pairs at least this alike are listed (default: similarity.THRESHOLD)
+    cluster: str | None = None        # a dask scheduler's address: grade on its workers (default: on this machine)
 
 
 def run_one(assignment: str, text: str, seed: int, box: Path, timeout: float, budget: float,
@@ -108,7 +110,7 @@ def _refusal(assignment: str, submissions: Path, opts: Options) -> str | None:
             check(kind, path, assignment, opts.column)
         except ValueError as exc:  # a file of another shape, or no column for this assignment: said before grading
             return f"--export {kind}: {exc}"
-    if not sandbox.unsafe() and (why := sandbox.why_unavailable()):
+    if not sandbox.unsafe() and not opts.cluster and (why := sandbox.why_unavailable()):  # a cluster's: each worker
         return (f"refusing to grade: {why}.\nStudent code must run in a sandbox. To grade anyway, without one, "
                 f"set {sandbox.UNSAFE}=1 (every row is then marked unsandboxed).")
     return None
@@ -152,10 +154,19 @@ def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading",
               f"{sorted(s.student for s in subs)[:limits.NAMES_SHOWN]}", file=sys.stderr)
         return 2
     sandbox.compile_bytecode()
-    return _grade(assignment, subs, out, opts)
+    os.environ["PATH"] = venv_env()["PATH"]
+    try:
+        pool = cluster.Cluster(opts.cluster) if opts.cluster else workers.Local(opts.jobs or workers.default_jobs())
+    except ValueError as exc:  # no scheduler there, or no workers: said before grading
+        print(exc, file=sys.stderr)
+        return 2
+    try:
+        return _grade(assignment, subs, out, opts, pool)
+    finally:
+        pool.close()
 
 
-def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
+def _grade(assignment: str, subs: list, out: Path, opts: Options, pool) -> int:
     import nbformat
 
     unsafe = sandbox.unsafe()
@@ -165,7 +176,6 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
     if opts.seed is not None and (opts.only or opts.resume):
         seed_source = "the last run's"
     work = _folders(out, keep_results=bool(opts.only or opts.resume))
-    os.environ["PATH"] = venv_env()["PATH"]
     try:
         release_path, db_url, max_points = gradebook.prepare(work, assignment, timeout)
     except RuntimeError as exc:
@@ -174,18 +184,19 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
     release = nbformat.read(release_path, as_version=4)
     rules, graded = forbids(assignment), [s for s in subs if s.status == "graded"]  # rules: read here, watched there
     ready, saved, flagged, zeroed = _read_all(graded, release, rules, opts, seed, out / "results")
-    jobs = max(1, min(opts.jobs or default_jobs(), len(ready) or 1))
     run_info = {"assignment": assignment, "seed": seed, "seed_from": seed_source, "timeout": timeout,
-                "budget": budget, "limits": sandbox.limits_line(), "sandboxed": not unsafe, "export": _exported(opts)}
+                "budget": budget, "limits": pool.limits_line(), "sandboxed": not unsafe,
+                "export": opts.export and {"kind": opts.export[0], "file": str(Path(opts.export[1]).resolve()),
+                                           "column": opts.column}}  # hand points reach the file (grader/manual.py)
     if not opts.quiet:
         print(run_info["limits"])
-    report.announce(out, run_info, len(subs), len(ready), len(saved), jobs, opts.quiet)
+    report.announce(out, run_info, len(subs), len(ready), len(saved), pool, opts.quiet)
     has_mathjax = feedback.copy_mathjax(out / "feedback")
     progress = Progress(quiet=opts.quiet)
     progress.start(len(ready))
     book = Book(out, assignment, db_url, unsafe, seed, flagged)
     try:
-        _run_all(assignment, ready, book, progress, jobs, {g: tuple(f.names) for g, f in rules.items()}, seed=seed,
+        _run_all(assignment, ready, book, progress, pool, {g: tuple(f.names) for g, f in rules.items()}, seed=seed,
                  timeout=timeout, budget=budget, max_points=max_points, zeroed=zeroed, forbidden=opts.forbidden)
     finally:
         progress.close()
@@ -205,13 +216,6 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options) -> int:
     exported = _export(out, rows, assignment, opts) if opts.export else None
     report.closing(out, rows, max_points, run_info, progress, has_mathjax, found, exported, unsafe)
     return 0
-
-
-def _exported(opts: Options) -> dict | None:
-    """The run's ``--export`` for ``run.json``: hand points reach the platform's file (``grader/manual.py``)."""
-    if not opts.export:
-        return None
-    return {"kind": opts.export[0], "file": str(Path(opts.export[1]).resolve()), "column": opts.column}
 
 
 def _cell_timeout() -> int:
@@ -255,10 +259,10 @@ def _to_zero(found: list) -> dict[str, list[str]]:
     return out
 
 
-def _run_all(assignment: str, ready: list, book: Book, progress: Progress, jobs: int, watch: dict, zeroed: dict,
+def _run_all(assignment: str, ready: list, book: Book, progress: Progress, pool, watch: dict, zeroed: dict,
              **settings) -> None:
-    """Step 2 for every read submission on ``jobs`` workers, each result recorded as it arrives (``watch``: grade_id ->
-    the forbidden names the kernel watches while that exercise is probed)."""
+    """Step 2 for every read submission on ``pool`` (``workers.Local`` or ``cluster.Cluster``), each result recorded as
+    it arrives (``watch``: grade_id -> the forbidden names the kernel watches while that exercise is probed)."""
     by_key = {i: sub for i, (sub, _) in enumerate(ready)}
     jobs_list = [(i, {"assignment": assignment, "text": text, "watch": watch, "zero": zeroed[sub.student],
                       **settings}) for i, (sub, text) in enumerate(ready)]
@@ -276,7 +280,7 @@ def _run_all(assignment: str, ready: list, book: Book, progress: Progress, jobs:
 
     # the budget bounds the kernel's work; the deadline is the last guard, against a fault of the grader's own side
     deadline = settings["budget"] + limits.DEADLINE_GRACE_S + settings["timeout"]
-    workers.run_all(jobs_list, run_one, jobs, done, failed, deadline=deadline)
+    pool.run_all(jobs_list, run_one, done, failed, deadline=deadline)
 
 
 def _export(out: Path, rows: list[dict], assignment: str, opts: Options) -> dict | None:
@@ -292,8 +296,3 @@ def _export(out: Path, rows: list[dict], assignment: str, opts: Options) -> dict
         return None
     exported["feedback_zip"] = feedback_zip(kind, out, rows)
     return exported
-
-
-def default_jobs() -> int:
-    """One submission per core: each is graded in its own kernel."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -80,7 +80,7 @@ MAX_DEATHS = 3                 # kernel deaths per submission, in cells and in p
                                # and a replay of the cells before it
 MAX_KERNEL_EVENTS = 50         # what the kernel records of its refusals (grader/kernel_side/monitor.py)
 
-# --- The time (grader/kernel.py, grader/wire.py, grader/grade.py, grader/workers.py, grader/sandbox.py) -------
+# --- The time (grader/kernel.py, grader/wire.py, grader/grade.py, grader/workers.py, grader/cluster.py, sandbox.py) -
 CELL_TIMEOUT_S = 60            # one cell (nbgrader_config.py's c.Execute.timeout, which must equal it): an
                                # exercise runs in well under a second
 BUDGET_TIMEOUTS = 10           # a submission's whole time budget (cells, replays, probes), in cell timeouts
@@ -95,6 +95,9 @@ DEADLINE_GRACE_S = 2 * READY_S + 60  # past its budget and one cell timeout, a s
                                # the grader's own work after it
 WORKER_STOP_S = 5              # a worker asked to stop has this long before it is killed
 WORKER_KILL_S = 10             # waited for a killed worker (one stuck in the kernel may not go at once)
+CLUSTER_CONNECT_S = 10         # for the dask scheduler of --cluster to answer (grader/cluster.py): one on the
+                               # network answers in well under a second; past it, the run does not start
+CLUSTER_WORKERS_S = 60         # for a first worker to join that scheduler (one just started imports PyTorch)
 REAP_S = 5.0                   # waited for a sandbox's processes to die, so the next one has its whole process limit
 
 # --- The replies: plain data between the grader and a kernel (grader/replies.py, grader/kernel_side/) ------

@@ -27,14 +27,17 @@ def clean(text: str, limit: int = limits.CELL_TEXT_CHARS) -> str:
     return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
 
 
-def announce(out: Path, run_info: dict, found: int, to_grade: int, reused: int, jobs: int, quiet: bool) -> None:
-    """The run's settings, printed and saved in ``run.json`` (the seed, to grade again with the same questions)."""
+def announce(out: Path, run_info: dict, found: int, to_grade: int, reused: int, pool, quiet: bool) -> None:
+    """The run's settings, printed and saved in ``run.json`` (the seed, to grade again with the same questions);
+    ``pool``: where the submissions are graded (``workers.Local`` or ``cluster.Cluster``)."""
     where = "each in its own sandbox" if run_info["sandboxed"] else "WITHOUT a sandbox"
     kept = f"; {reused} result(s) kept from the last run" if reused else ""
+    run_info["graded"] = pool.where
     if not quiet:
         print(f"Grading {to_grade} submission(s) of {run_info['assignment']} (each cell stopped after "
-              f"{run_info['timeout']} s, each submission after {run_info['budget']} s in all, {jobs} at a time, "
-              f"{where}); {found} file(s) found{kept} ...", flush=True)
+              f"{run_info['timeout']} s, each submission after {run_info['budget']} s in all, "
+              f"{max(1, min(pool.size, to_grade))} at a time {pool.where}, {where}); {found} file(s) found{kept} ...",
+              flush=True)
     (out / "run.json").write_text(json.dumps(run_info, indent=1), encoding="utf-8")
 
 

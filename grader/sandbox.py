@@ -183,10 +183,10 @@ def compile_bytecode(folders: tuple[Path, ...] = (PACKAGE, KERNEL_SIDE)) -> None
 def new_box() -> Path:
     """A box for one submission: a folder of the grader's (a tmpfs of ``BOX_BYTES`` when root) holding ``in``
     (the grader's questions) and ``out`` (the kernel's answers, handed to the kernel's uid by the process that
-    grades in it: :func:`give`), made before any kernel runs."""
+    grades in it: :func:`give`), made before any kernel runs; named after the process that made it."""
     import tempfile
 
-    box = Path(tempfile.mkdtemp(prefix="grader-box-"))
+    box = Path(tempfile.mkdtemp(prefix=f"grader-box-{os.getpid()}-"))
     os.chmod(box, 0o755)
     if os.geteuid() == 0 and not unsafe():
         options = f"size={sizes.BOX_BYTES},mode=0755,nosuid,nodev"

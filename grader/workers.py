@@ -7,21 +7,60 @@ the rest. Workers are forked (quick to start: they inherit the imported librarie
 the parent's sandbox uid and control groups, so each claims its own. A job that outlives its
 ``deadline`` (the submission's budget, a cell timeout and a grace for a last kernel start: past it, only
 a fault of the grader's own side can keep a job going) has its worker killed, with the sandboxes it
-started (``--die-with-parent``), and is named as not graded.
+started (``--die-with-parent``), and is named as not graded. A worker dies with the process that forked it, however
+that process ended (killed, too), and its sandboxes with it.
+
+:class:`Local` is this pool behind the interface a grading run uses; ``grader/cluster.py``'s ``Cluster`` is the
+same interface on the workers of a dask cluster, each grading its submission with this pool.
 """
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
+from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Callable
 
 from grader import limits, sandbox
 
 
-def _serve(conn, work: Callable) -> None:
+@dataclass
+class Local:
+    """The grading pool on this machine, ``size`` workers: what ``grader/grade.py`` runs a class on."""
+
+    size: int
+    where: str = "on this machine"
+
+    def run_all(self, jobs: list, work: Callable, done: Callable, failed: Callable,
+                deadline: float | None = None) -> None:
+        run_all(jobs, work, self.size, done, failed, deadline)
+
+    def limits_line(self) -> str:
+        return sandbox.limits_line()
+
+    def close(self) -> None:
+        pass
+
+
+def _die_with_parent(parent: int) -> None:
+    """This process is killed when ``parent`` (the thread that forked it) ends (Linux's ``PR_SET_PDEATHSIG``)."""
+    import ctypes
+    import signal
+
+    pr_set_pdeathsig = 1  # <linux/prctl.h>
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    except (OSError, AttributeError):  # not Linux: a worker outlives a killed parent until its job ends
+        return
+    if os.getppid() != parent:  # the parent died before the call
+        os._exit(1)
+
+
+def _serve(conn, work: Callable, parent: int) -> None:
     """A worker's loop: ``(key, kwargs)`` in, ``(key, result or None, error text)`` out, until ``None``."""
+    _die_with_parent(parent)
     sandbox.forget_uid()
     while True:
         job = conn.recv()
@@ -37,7 +76,7 @@ def _serve(conn, work: Callable) -> None:
 class _Worker:
     def __init__(self, ctx, work: Callable):
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_serve, args=(child, work), daemon=True)
+        self.process = ctx.Process(target=_serve, args=(child, work, os.getpid()), daemon=True)
         self.process.start()
         child.close()
         self.job = None  # (key, box) being graded
@@ -127,3 +166,8 @@ def _receive(w: _Worker, ctx, work, pool: list) -> tuple:
         return key, box, None, (f"the grading worker stopped while grading this file (exit code "
                                 f"{w.process.exitcode}); it was not graded")
     return key, box, (None if error else result), (f"grading failed: {error}" if error else None)
+
+
+def default_jobs() -> int:
+    """One submission per core: each is graded in its own kernel."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -107,3 +107,14 @@ def test_chapter_14_reference_rows_weigh_the_caches_as_worked_out_by_hand():
         assert rows[name]["cache_bytes_per_token"] == size
         assert rows[name]["reference_cache_bytes_per_token"] == 2 * 16 * 64 * 4
         assert rows[name]["ratio"] == pytest.approx(rows[name]["ours_s"] / rows[name]["reference_s"])
+
+
+def test_the_guide_and_the_performance_page_quote_the_cluster_row_as_measured():
+    """The overhead of grading through a dask cluster (``--cluster``), as the reference run's grade-cluster row
+    measured it, to two decimals, with the class size it measured; the row's grades were the same on both sides."""
+    row = {r["name"]: r for r in json.loads((ROOT / "benchmarks" / "results" / "results.json").read_text())}
+    cluster = row["grade-cluster"]
+    said = f"took {cluster['ratio']:.2f} times as long as with `--jobs 2` (`make bench`'s `grade-cluster` row"
+    for page in ("instructors.md", "performance.md"):
+        assert said in " ".join((ROOT / "book" / page).read_text(encoding="utf-8").split()), page
+    assert cluster["same_grades"] and cluster["ratio"] == pytest.approx(cluster["ours_s"] / cluster["reference_s"])

@@ -159,7 +159,7 @@ class Watch(threading.Thread):
             ppid, uid, cmd = procs[pid]
             inside = inside or _sandboxed(uid, cmd)
             tree[pid] = inside
-            self.boxes |= {m.decode() for m in re.findall(rb"/tmp/grader-box-[A-Za-z0-9_]+", cmd)}
+            self.boxes |= {m.decode() for m in re.findall(rb"/tmp/grader-box-[A-Za-z0-9_-]+", cmd)}
             args = cmd.split(b"\0")
             self.writable |= {args[i + 1].decode(errors="replace") for i, a in enumerate(args[:-1])
                               if a in (b"--bind", b"--bind-try")}

@@ -82,7 +82,7 @@ class Cluster:
         try:
             for future in as_completed(list(futures), loop=self.client.loop):
                 key = futures.pop(future)
-                got = outcome(future)
+                got = outcome(future, deadline)
                 future.release()
                 if "result" in got:
                     done(key, got["result"])
@@ -127,13 +127,16 @@ def _limits_here() -> str:
     return sandbox.limits_line()
 
 
-def outcome(future) -> dict:
-    """``{"result": ...}`` or ``{"why": ...}`` of a finished task, whatever became of it on the cluster."""
+def outcome(future, deadline: float | None = None) -> dict:
+    """``{"result": ...}`` or ``{"why": ...}`` of a task ``as_completed`` gave, whatever became of it on the cluster.
+
+    A task can be given as done and then lose its result with its worker (killed before the result was read): the
+    scheduler runs it again, and this waits for that run, ``deadline`` seconds at most."""
+    try:
+        raised = future.exception(timeout=deadline)  # at once for a task that ended; else waits for its new run
+    except BaseException:  # noqa: BLE001 - cancelled, or not done again in time: no exception to read
+        raised = None
     if future.status != "finished":
-        try:
-            raised = future.exception()
-        except BaseException:  # noqa: BLE001 - cancelled or lost: no exception to read
-            raised = None
         error = future.status if raised is None else type(raised).__name__  # its type: the message may quote a student
         if error == "KilledWorker":
             return {"why": "the cluster's workers died while grading this file, more often than the scheduler "

@@ -135,8 +135,16 @@ class Finished:
             raise self.value
         return self.value
 
-    def exception(self):
+    def exception(self, timeout=None):
         return self.error
+
+
+class LostThenRunAgain(Finished):
+    """A task given as done whose result was lost with its worker: the scheduler runs it again."""
+
+    def exception(self, timeout=None):
+        self.status = "finished"  # the wait ends when the new run does
+        return None
 
 
 def test_whatever_a_task_comes_back_as_becomes_its_submissions_row():
@@ -154,6 +162,7 @@ def test_whatever_a_task_comes_back_as_becomes_its_submissions_row():
     assert raised == "grading on the cluster failed: ValueError; it was not graded"  # the type only
     assert "workers died while grading this file" in outcome(Finished("error", error=KilledWorker()))["why"]
     assert "cancelled" in outcome(Finished("cancelled"))["why"]
+    assert outcome(LostThenRunAgain("lost", {"result": {"points": 2}})) == {"result": {"points": 2}}
 
 
 def test_a_task_that_cannot_grade_on_its_worker_returns_the_reason_and_never_raises(monkeypatch):

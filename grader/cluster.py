@@ -2,13 +2,14 @@
 ``dask.distributed`` scheduler, and its result gathered here, where the gradebook, the pages, the report and the
 exports are written, as on one machine.
 
-The cluster is only another place for the grading pool of ``grader/workers.py`` to run: one task is one
-submission, which a worker grades with that pool, one process of one job (:func:`_remote`), forked for it with a new
-box, a sandbox uid of its own and the deadline, as on this machine. A submission that kills its grading process
-costs only itself there too. A worker lost mid-run (its machine gone, its process killed) loses nothing: the
-scheduler runs its tasks again elsewhere, and a task is safe to run twice (a new box each time; it returns a value
-and writes nothing that lasts). Results are taken as they come (``as_completed``) and saved here at once, so
-``--resume`` works across clusters. A task that fails on a worker becomes its submission's problem, never the run's.
+The cluster is only another place for the grading pool of ``grader/workers.py`` to run: one task is one submission,
+which a worker grades with that pool (:func:`_remote`): one grading process for each of the worker's threads, kept
+from task to task (:func:`_kept`), a new box for each submission, a sandbox uid of its own and the deadline, as on
+this machine. A submission that kills its grading process costs only itself there too. A worker lost mid-run (its
+machine gone, its process killed) loses nothing: the scheduler runs its tasks again elsewhere, and a task is safe to
+run twice (a new box each time; it returns a value and writes nothing that lasts). Results are taken as they come
+(``as_completed``) and saved here at once, so ``--resume`` works across clusters. A task that fails on a worker
+becomes its submission's problem, never the run's.
 
 The seed reaches a worker only in the task's arguments, held in memory (the scheduler's, the worker's and its grading
 process's), outside the sandbox, as on this machine, and never logged (a task never raises); the course's secret
@@ -18,6 +19,7 @@ never leaves this machine (the seed is derived here). ``distributed`` is importe
 from __future__ import annotations
 
 import re
+import threading
 import uuid
 from functools import lru_cache
 from typing import Callable
@@ -166,10 +168,20 @@ def _remote(work: str, kwargs: dict, deadline: float | None, unsafe: bool) -> di
         module, function = work.split(":")
         workers.run_all([(0, kwargs)], getattr(importlib.import_module(module), function), 1,
                         lambda key, result: got.update(result=result),
-                        lambda key, why: got.update(why=why), deadline=deadline)
+                        lambda key, why: got.update(why=why), deadline=deadline, kept=_kept(work))
     except Exception as exc:  # noqa: BLE001 - the grader's fault on that worker is this submission's row
         return {"why": f"grading on the cluster failed on its worker: {type(exc).__name__}; it was not graded"}
     return got or {"why": "grading on the cluster returned no result; it was not graded"}
+
+
+_KEPT = threading.local()
+
+
+def _kept(work: str) -> list:
+    """This worker thread's grading process for ``work``, kept from one task to the next (as the local pool keeps
+    its processes for a whole class), rather than one forked for each submission."""
+    pools = _KEPT.__dict__.setdefault("pools", {})
+    return pools.setdefault(work, [])
 
 
 @lru_cache(maxsize=2)

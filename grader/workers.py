@@ -97,15 +97,19 @@ class _Worker:
 
 
 def run_all(jobs: list, work: Callable, workers: int, done: Callable, failed: Callable,
-            deadline: float | None = None) -> None:
+            deadline: float | None = None, kept: list | None = None) -> None:
     """Grade every ``(key, kwargs)`` of ``jobs`` with ``work(box=..., **kwargs)`` on ``workers`` processes.
 
     ``done(key, result)`` for each result, ``failed(key, why)`` for a submission that could not be graded
     (its worker died, or it ran past ``deadline`` seconds). Each job gets a new box (``sandbox.new_box``),
-    removed here once the job is over, however it ended.
+    removed here once the job is over, however it ended. ``kept``: a pool of an earlier call, whose processes are
+    used again and kept when this call ends (a cluster's worker grades one submission a call).
     """
     ctx = multiprocessing.get_context("fork")
-    todo, pool = list(jobs), [_Worker(ctx, work) for _ in range(max(1, min(workers, len(jobs))))]
+    pool = kept if kept is not None else []
+    pool[:] = [w for w in pool if w.process.is_alive()]  # one that died between calls is not handed a job
+    pool.extend(_Worker(ctx, work) for _ in range(max(1, min(workers, len(jobs))) - len(pool)))
+    todo = list(jobs)
     try:
         while todo or any(w.job for w in pool):
             _hand_out(pool, todo)
@@ -128,8 +132,10 @@ def run_all(jobs: list, work: Callable, workers: int, done: Callable, failed: Ca
                 finally:
                     sandbox.remove_box(box)
     finally:
-        for w in pool:
+        for w in pool if kept is None else [w for w in pool if w.job]:  # a kept one still grading is stopped
             w.stop()
+            if kept is not None:
+                kept.remove(w)
 
 
 def _hand_out(pool: list, todo: list) -> None:

@@ -59,3 +59,25 @@ def test_without_a_deadline_a_slow_job_is_waited_for(tmp_path):
 def test_a_deadline_longer_than_the_jobs_stops_nothing(tmp_path):
     done, failed, _, _ = run({"a": "slow", "b": "slow"}, tmp_path, deadline=30)
     assert set(done) == {"a", "b"} and not failed
+
+
+def test_a_kept_pool_grades_the_next_call_in_the_same_process_and_replaces_one_that_died(tmp_path):
+    """A cluster's worker grades one submission a call; its grading process is kept between calls, as the local pool
+    keeps its processes for a class. One that died with its job, or between calls, is not handed the next job."""
+    kept, makers = [], []
+
+    def call(what):
+        done, failed = {}, {}
+        workers.run_all([(what, {"what": what, "seen": str(tmp_path)})], job, 1, done.__setitem__,
+                        failed.__setitem__, deadline=30, kept=kept)
+        assert (what in done) != (what in failed) and len(kept) == 1
+        makers.append(kept[0].process.pid)
+        return done
+
+    call("fine"), call("fine"), call("die"), call("fine")
+    assert makers[0] == makers[1], "the second call used the kept process"
+    assert makers[2] != makers[1] and makers[3] == makers[2], "the one that died with its job was replaced, once"
+    kept[0].kill()  # between calls
+    assert call("fine") == {"fine": "graded fine"} and makers[4] != makers[3]
+    for w in kept:
+        w.stop()

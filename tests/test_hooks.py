@@ -101,3 +101,16 @@ def test_recorded_inputs_and_outputs_leave_the_model_unchanged():
     with pytest.raises(TypeError, match=r"modules\['f'\]: expected an nn.Module, got function"):
         with recorded({"f": lambda t: t}):
             pass
+
+
+def test_a_bad_module_after_a_good_one_leaves_no_hook_behind():
+    """The hooks registered before an argument is refused are removed with the others (hooks.attached)."""
+    lin = torch.nn.Linear(3, 3)
+    with pytest.raises(TypeError, match=r"modules\['f'\]: expected an nn.Module, got function"):
+        with recorded({"lin": lin, "f": lambda t: t}):
+            pass
+    assert not lin._forward_hooks and not lin._forward_pre_hooks
+    with pytest.raises(RuntimeError, match="raised inside the block"):
+        with recorded({"lin": lin}):
+            raise RuntimeError("raised inside the block")
+    assert not lin._forward_hooks

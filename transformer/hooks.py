@@ -33,21 +33,34 @@ WHAT = ("output", "input")
 
 
 @contextmanager
-def _hooked(modules: dict[str, nn.Module], kind: type, kind_name: str,
-            register) -> Iterator[dict[str, list[torch.Tensor]]]:
-    """``register(module, append)`` hooks each module so that it appends to its list in the record; the
-    hooks are removed when the ``with`` block ends, however it ends."""
-    record: dict[str, list[torch.Tensor]] = {name: [] for name in modules}
+def attached(hooks: Iterable) -> Iterator[None]:
+    """Every handle that ``hooks`` yields (each one registers a hook as it is drawn) is removed when the ``with``
+    block ends, however it ends: an error while the hooks are being registered removes those already there. The
+    one place of the book's hooks that the model is left as it was (here and in :mod:`transformer.interp`)."""
     handles = []
     try:
-        for name, module in modules.items():
-            if not isinstance(module, kind):
-                raise TypeError(f"modules[{name!r}]: expected {kind_name}, got {type(module).__name__}")
-            handles.append(register(module, record[name].append))
-        yield record
+        for handle in hooks:
+            handles.append(handle)
+        yield
     finally:
         for handle in handles:
             handle.remove()
+
+
+@contextmanager
+def _hooked(modules: dict[str, nn.Module], kind: type, kind_name: str,
+            register) -> Iterator[dict[str, list[torch.Tensor]]]:
+    """``register(module, append)`` hooks each module so that it appends to its list in the record."""
+    record: dict[str, list[torch.Tensor]] = {name: [] for name in modules}
+
+    def hooks():
+        for name, module in modules.items():
+            if not isinstance(module, kind):
+                raise TypeError(f"modules[{name!r}]: expected {kind_name}, got {type(module).__name__}")
+            yield register(module, record[name].append)
+
+    with attached(hooks()):
+        yield record
 
 
 def recorded(modules: dict[str, nn.Module], what: str = "output"):

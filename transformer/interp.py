@@ -21,14 +21,13 @@ patch at once from one gradient.
 from __future__ import annotations
 
 from collections.abc import Callable
-from contextlib import contextmanager
 
 import torch
 from torch import nn
 
 from ._validate import require_choice, require_int, require_tensor, shape_str
 from .blocks import SelfAttentionStack
-from .hooks import weights_hook
+from .hooks import attached, weights_hook
 from .modes import eval_mode
 
 Patch = Callable[[torch.Tensor], torch.Tensor] | torch.Tensor
@@ -160,19 +159,10 @@ def unembed(model: nn.Module, stream: torch.Tensor) -> torch.Tensor:
 # ----------------------------------------------------------------------------- the hooks
 
 
-@contextmanager
 def _hooked(points: dict, wanted: list[str], cache: dict, patches: dict):
     """Hooks that replace ``patches`` and store ``wanted`` in ``cache``; removed when the block ends."""
-    handles = []
-    try:
-        for name, (module, where) in points.items():
-            if name in wanted or name in patches:
-                store = cache if name in wanted else None
-                handles.append(_register(module, where, name, store, patches.get(name)))
-        yield
-    finally:
-        for handle in handles:
-            handle.remove()
+    return attached(_register(module, where, name, cache if name in wanted else None, patches.get(name))
+                    for name, (module, where) in points.items() if name in wanted or name in patches)
 
 
 def _register(module: nn.Module, where: str, name: str, store: dict | None, patch):

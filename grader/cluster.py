@@ -161,11 +161,11 @@ def _remote(work: str, kwargs: dict, deadline: float | None, unsafe: bool) -> di
 
     got: dict = {}
     try:  # never raises: dask would log a failed task with its arguments, the seed among them
-        if why := _prepared(unsafe):
+        module, function = work.split(":")
+        if why := _prepared(unsafe, module):
             return {"why": why}
         from grader import workers
 
-        module, function = work.split(":")
         workers.run_all([(0, kwargs)], getattr(importlib.import_module(module), function), 1,
                         lambda key, result: got.update(result=result),
                         lambda key, why: got.update(why=why), deadline=deadline, kept=_kept(work))
@@ -184,12 +184,14 @@ def _kept(work: str) -> list:
     return pools.setdefault(work, [])
 
 
-@lru_cache(maxsize=2)
-def _prepared(unsafe: bool) -> str | None:
-    """Once per worker process: why it cannot grade this run (no sandbox here), else None, with the worker made
+@lru_cache(maxsize=4)
+def _prepared(unsafe: bool, module: str) -> str | None:
+    """Once per worker process: why it cannot grade this run (no sandbox here, or ``module``, the one whose function
+    grades a submission, cannot be imported), else None, with the worker made
     ready as ``grade.grade`` makes this machine: bytecode compiled, the environment's tools on ``PATH``, and leave
     to fork its grading process (a nanny starts workers as daemons, which ``multiprocessing`` forbids children lest
     they outlive them; ours die with the worker, ``workers._die_with_parent``)."""
+    import importlib
     import multiprocessing
     import os
     import platform
@@ -199,8 +201,10 @@ def _prepared(unsafe: bool) -> str | None:
         import nbformat  # noqa: F401 - imported once here, by every forked grading process with it
         import torch  # noqa: F401
 
-        from grader import grade, sandbox  # noqa: F401 - the grader's side, whole
+        from grader import sandbox
         from tools.env import venv_env
+
+        importlib.import_module(module)  # the grading side, whole: imported once, before the fork
     except ImportError as exc:
         return (f"the cluster's worker on {here} cannot import the grader ({type(exc).__name__}: {exc}); start it "
                 f"in the repository with `make worker CLUSTER=...`; it was not graded")

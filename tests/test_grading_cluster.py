@@ -172,7 +172,7 @@ def test_a_task_that_cannot_grade_on_its_worker_returns_the_reason_and_never_rai
     other = not sandbox.unsafe()  # a run whose sandboxing differs from this worker's
     why = cluster._remote("grader.grade:run_one", {"seed": 987654321}, None, other)["why"]
     assert f"({sandbox.UNSAFE}), unlike this run; it was not graded" in why and "987654321" not in why
-    monkeypatch.setattr(cluster, "_prepared", lambda unsafe: None)
+    monkeypatch.setattr(cluster, "_prepared", lambda unsafe, module: None)
     assert cluster._remote("grader.no_such_module:run", {"seed": 987654321}, None, False) == {
         "why": "grading on the cluster failed on its worker: ModuleNotFoundError; it was not graded"}
 

@@ -5,8 +5,7 @@ A reply lies in a folder the kernel wrote (``out/<grade id>/<case>/``): ``reply.
 callables the kernel says it saw run (a list of names), and ``"off"``, what of its recorder it found switched
 off (words of ``forbidden_calls.OFF``). It is read without following links or
 waiting on pipes, within ``grader.limits.REPLY_BUDGET`` (the trusted side's own: never a size the kernel
-was told or wrote), and only as plain data. Importing this module makes that budget the default of every
-decode in this process.
+was told or wrote), and only as plain data.
 """
 
 from __future__ import annotations
@@ -17,8 +16,6 @@ from typing import NamedTuple
 from grader import limits
 from grader.kernel_side import plain
 from grader.kernel_side.forbidden_calls import OFF
-
-plain.set_default(limits.REPLY_BUDGET)
 
 
 class Reply(NamedTuple):

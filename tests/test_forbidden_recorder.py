@@ -163,7 +163,8 @@ def test_the_kernel_writes_what_it_recorded_and_the_grader_reads_only_its_words(
     user = define(FROM_C.replace("    return", "    sys.setprofile(None)\n    return"))
     ask = tmp_path / "in" / "ex2_attention" / "0"
     ask.mkdir(parents=True)
-    tree = plain.encode({"probe": "call", "inputs": {"name": "attention", "args": [Q, K, V]}}, ask)
+    tree = plain.encode({"probe": "call", "inputs": {"name": "attention", "args": [Q, K, V]}}, ask,
+                       limits.REQUEST_BUDGET["items"])
     (ask / "request.json").write_text(json.dumps(tree))
     sizes = {"request": limits.REQUEST_BUDGET, "reply_items": limits.REPLY_BUDGET["items"], "error_chars": 200}
     runner.answer(user, str(tmp_path), "ex2_attention", 1, (SDPA,), sizes)

@@ -14,10 +14,19 @@ from grader.kernel_side import plain
 from grader.replies import read_reply
 
 
+def budget():
+    """The grader's own budget for a reply (grader/limits.py)."""
+    return plain.Budget(**limits.REPLY_BUDGET)
+
+
+def decode(tree, folder):
+    return plain.decode(tree, str(folder), True, budget())
+
+
 def roundtrip(value, folder):
-    tree = plain.encode(value, folder)
+    tree = plain.encode(value, folder, limits.REPLY_BUDGET["items"])
     json.dumps(tree)  # a JSON tree, nothing else
-    return plain.decode(tree, str(folder), tensors=True)
+    return decode(tree, folder)
 
 
 def test_plain_values_come_back_equal(tmp_path):
@@ -38,7 +47,7 @@ def test_objects_come_back_as_their_type_name_only(tmp_path):
 def test_a_pickled_array_is_refused(tmp_path):
     np.save(tmp_path / "1.npy", np.array([{"evil": 1}], dtype=object), allow_pickle=True)
     with pytest.raises(ValueError):
-        plain.decode({"array": "1.npy", "torch": None}, str(tmp_path))
+        decode({"array": "1.npy", "torch": None}, tmp_path)
 
 
 def test_links_and_odd_names_are_refused(tmp_path):
@@ -46,9 +55,9 @@ def test_links_and_odd_names_are_refused(tmp_path):
     np.save(secret, np.arange(3))
     os.symlink(secret, tmp_path / "2.npy")
     with pytest.raises(OSError):
-        plain.decode({"array": "2.npy", "torch": None}, str(tmp_path))
+        decode({"array": "2.npy", "torch": None}, tmp_path)
     with pytest.raises(ValueError, match="expected an array file"):
-        plain.decode({"array": "../secret.npy", "torch": None}, str(tmp_path))
+        decode({"array": "../secret.npy", "torch": None}, tmp_path)
 
 
 def test_a_malformed_reply_is_reported_not_fatal(tmp_path):
@@ -86,8 +95,8 @@ def test_one_array_named_many_times_costs_each_time(tmp_path):
     np.save(tmp_path / "1.npy", np.zeros(2**20))  # 8 MiB of float64
     tree = [{"array": "1.npy", "torch": None}] * 30
     with pytest.raises(ValueError, match="budget"):
-        plain.decode(tree, str(tmp_path), budget=plain.Budget(**limits.REPLY_BUDGET))
-    assert len(plain.decode(tree[:3], str(tmp_path), budget=plain.Budget(**limits.REPLY_BUDGET))) == 3
+        decode(tree, tmp_path)
+    assert len(decode(tree[:3], tmp_path)) == 3
 
 
 def test_an_array_header_that_promises_more_than_the_budget_is_refused_before_reading(tmp_path):
@@ -95,7 +104,7 @@ def test_an_array_header_that_promises_more_than_the_budget_is_refused_before_re
         np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False, "shape": (10**9,)})
         f.write(b"\0" * 64)
     with pytest.raises(ValueError, match="budget"):
-        plain.decode({"array": "1.npy", "torch": None}, str(tmp_path))
+        decode({"array": "1.npy", "torch": None}, tmp_path)
 
 
 def test_a_short_array_file_is_refused(tmp_path):
@@ -103,13 +112,13 @@ def test_a_short_array_file_is_refused(tmp_path):
         np.lib.format.write_array_header_1_0(f, {"descr": "<f8", "fortran_order": False, "shape": (100,)})
         f.write(b"\0" * 64)
     with pytest.raises(ValueError, match="does not hold"):
-        plain.decode({"array": "1.npy", "torch": None}, str(tmp_path))
+        decode({"array": "1.npy", "torch": None}, tmp_path)
 
 
 def test_arrays_are_never_dict_keys(tmp_path):
     np.save(tmp_path / "1.npy", np.arange(3))
     with pytest.raises(ValueError, match="key"):
-        plain.decode({"items": [[{"array": "1.npy", "torch": None}, 1]]}, str(tmp_path))
+        decode({"items": [[{"array": "1.npy", "torch": None}, 1]]}, tmp_path)
 
 
 @pytest.mark.parametrize("tree,what", [
@@ -119,7 +128,7 @@ def test_arrays_are_never_dict_keys(tmp_path):
 ])
 def test_values_keys_and_depth_are_bounded(tree, what, tmp_path):
     with pytest.raises(ValueError, match=what):
-        plain.decode(tree, str(tmp_path))
+        decode(tree, tmp_path)
 
 
 def test_a_reply_file_over_its_size_is_malformed(tmp_path):
@@ -139,7 +148,7 @@ def test_numbers_in_arrays_are_bounded(tmp_path):
     refused before anyone does."""
     np.save(tmp_path / "1.npy", np.zeros(5_000_000, dtype=bool))
     with pytest.raises(ValueError, match="elements"):
-        plain.decode({"array": "1.npy", "torch": "torch.bool"}, str(tmp_path))
+        decode({"array": "1.npy", "torch": "torch.bool"}, tmp_path)
 
 
 def test_a_reply_cannot_choose_a_larger_dtype_past_its_budget(tmp_path):
@@ -147,11 +156,11 @@ def test_a_reply_cannot_choose_a_larger_dtype_past_its_budget(tmp_path):
     such references are over the reply's 32 MiB."""
     np.save(tmp_path / "1.npy", np.zeros(1_800_000, dtype=np.float16))
     with pytest.raises(ValueError, match="array_bytes"):
-        plain.decode([{"array": "1.npy", "torch": "torch.float64"}] * 2, str(tmp_path))
-    assert plain.decode({"array": "1.npy", "torch": "torch.float64"}, str(tmp_path)).dtype == torch.float64
+        decode([{"array": "1.npy", "torch": "torch.float64"}] * 2, tmp_path)
+    assert decode({"array": "1.npy", "torch": "torch.float64"}, tmp_path).dtype == torch.float64
 
 
 def test_a_dtype_name_is_looked_up_in_a_fixed_table(tmp_path):
     """A name that is not one of the table's dtypes leaves the array as it came (no getattr on torch)."""
     np.save(tmp_path / "1.npy", np.zeros(3))
-    assert plain.decode({"array": "1.npy", "torch": "torch._dynamo"}, str(tmp_path)).dtype == torch.float64
+    assert decode({"array": "1.npy", "torch": "torch._dynamo"}, tmp_path).dtype == torch.float64

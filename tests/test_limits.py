@@ -181,14 +181,17 @@ def test_the_kernel_side_is_handed_its_sizes_and_the_grader_keeps_its_own():
     assert all(limits.REQUEST_BUDGET[k] >= v for k, v in limits.REPLY_BUDGET.items()), "a request reads no less"
     setup = run.setup_code(Path("/box"), ("/venv",))
     assert repr(sandbox.HOME) in setup and repr(limits.MAX_KERNEL_EVENTS) in setup
-    assert vars(plain.default_budget()) == limits.REPLY_BUDGET  # grader.replies made the table this process's default
     assert vars(sandbox.Limits()) == {"memory_bytes": limits.MEMORY_BYTES, "processes": limits.PROCESSES,
                                       "file_bytes": limits.SANDBOX_FILE_BYTES, "cpu_seconds": limits.CPU_SECONDS}
 
 
-def test_a_process_that_set_no_budget_decodes_nothing(monkeypatch, tmp_path):
-    monkeypatch.setattr(plain, "_default", {})
-    with pytest.raises(RuntimeError, match="no budget"):
+def test_every_read_and_write_of_plain_data_names_its_budget(tmp_path):
+    """No default a module could set for the whole process (and an import change silently unset): a call without a
+    budget is a TypeError."""
+    with pytest.raises(TypeError):
         plain.decode([1], str(tmp_path))
+    with pytest.raises(TypeError):
+        plain.encode([1], str(tmp_path))
+    assert not hasattr(plain, "set_default")
     with pytest.raises(TypeError):
         plain.Budget(items=1)  # every size is named: none has a default

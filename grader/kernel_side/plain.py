@@ -8,9 +8,9 @@ that would cost the reader more than the budget: bytes of arrays (every referenc
 file named a thousand times costs a thousand times), values, depth, keys of one dict. Arrays are
 never dict keys.
 
-No size is written here: every budget is its caller's. The trusted side's come from ``grader/limits.py``
-(``grader.replies`` makes ``REPLY_BUDGET`` this process's default); in the kernel, ``runner.answer`` is
-handed its budgets by the code the grader runs there, since this folder cannot import the grader.
+No size is written here and none is a default: every call names its budget. The trusted side's come from
+``grader/limits.py``; in the kernel, ``runner.answer`` is handed its budgets by the code the grader runs there,
+since this folder cannot import the grader.
 """
 
 from __future__ import annotations
@@ -45,27 +45,9 @@ class Budget:
         setattr(self, what, left)
 
 
-_default: dict = {}  # the sizes of this process's budget when a caller names none: see set_default
-
-
-def set_default(sizes: dict) -> None:
-    """Make ``sizes`` (all of :class:`Budget`'s) the budget of every ``decode`` and ``encode`` that names none."""
-    Budget(**sizes)  # all of them, and no other
-    _default.clear()
-    _default.update(sizes)
-
-
-def default_budget() -> Budget:
-    """A new budget of this process's default sizes (:func:`set_default`); none set is an error, never no bound."""
-    if not _default:
-        raise RuntimeError("plain: no budget was set in this process (grader.replies sets grader.limits')")
-    return Budget(**_default)
-
-
-def encode(obj, folder, max_items=None, _count=None):
+def encode(obj, folder, max_items: int, _count=None):
     """A JSON-able tree for ``obj``; its arrays are written to ``folder`` as ``<n>.npy``. At most ``max_items``
-    values (the reader's budget; the default budget's when None), since the reader would refuse more."""
-    max_items = default_budget().items if max_items is None else max_items
+    values (the reader's budget), since the reader would refuse more."""
     count = [0] if _count is None else _count
     count[0] += 1
     if count[0] > max_items:  # more would be refused by the reader
@@ -134,12 +116,11 @@ def read_json(root, rel, limit: int):
         return json.loads(f.read(limit + 1))
 
 
-def decode(tree, folder, tensors=True, budget: Budget | None = None, _depth=0):
+def decode(tree, folder, tensors: bool, budget: Budget, _depth=0):
     """The value ``encode`` wrote; arrays become tensors (``tensors=True``) or numpy arrays.
 
     ``folder`` holds the arrays: a path, or ``(root, rel)`` when only ``root`` is trusted.
     """
-    budget = default_budget() if budget is None else budget
     budget.take("items")
     if _depth > budget.depth:
         raise ValueError("reply: nested deeper than its budget")

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from grader import cluster
-from grader.grade import ROOT, grade
+from grader.grade import ROOT, Options, grade
 
 
 def _positive(text: str) -> int:
@@ -93,10 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--column: expected with --export canvas, got no --export")
     if args.cluster and args.jobs:
         p.error("--jobs: expected without --cluster (its workers' threads say how many at once), got both")
-    return grade(args.assignment, args.submissions.resolve(), args.out.resolve(), args.timeout, args.jobs,
-                 args.budget, args.seed, args.secret_file, args.forbidden, only=tuple(args.only), resume=args.resume,
-                 quiet=args.quiet, export=export, column=args.column, similar=args.similar,
-                 cluster=args.cluster)
+    opts = Options(timeout=args.timeout, jobs=args.jobs, budget=args.budget, seed=args.seed,
+                   secret_file=args.secret_file, forbidden=args.forbidden, only=tuple(args.only), resume=args.resume,
+                   quiet=args.quiet, export=export, column=args.column, similar=args.similar, cluster=args.cluster)
+    return grade(args.assignment, args.submissions.resolve(), args.out.resolve(), opts)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,16 @@
 """The bookkeeping of a grading run, on the trusted side: each graded submission's result saved
 (``grader/results.py``), its points written into nbgrader's gradebook (``grader/gradebook.py``) and its feedback
-page made (``grader/feedback.py``); and what the report reads of each (``grader/report.py``): what the sandbox
-stopped, the grader's static findings, the points entered by hand, the notebook as it ran.
+page made (``grader/feedback.py``), or for a submission that never ran, its problem page; and what the report
+reads of each (``grader/report.py``): what the sandbox stopped, the grader's static findings, the points entered by
+hand, the notebook as it ran.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from grader import feedback, gradebook, report, results
+from grader import feedback, gradebook, results
+from grader.safe_text import clean
 
 
 class Book:
@@ -23,7 +25,7 @@ class Book:
 
     def fresh(self, sub, result: dict) -> None:
         """Steps 3-5 for a submission just graded: its result saved first, then gradebook and page."""
-        record = {"student": sub.student, "file": report.clean(sub.file_name), "digest": sub.digest,
+        record = {"student": sub.student, "file": clean(sub.file_name), "digest": sub.digest,
                   "seed": self.seed, "problems": result["problems"], "sandbox": result["sandbox"],
                   "flags": [*self.flagged.get(sub.student, []), *result.get("flags", [])],
                   "verdicts": result["verdicts"]}
@@ -46,6 +48,14 @@ class Book:
         self.notebooks[sub.student] = nb
         write_page(self.out, self.assignment, sub.student, nb, judged, sub.problems, self.flagged[sub.student],
                    held, sandboxed=not self.unsafe)
+
+
+    def never_ran(self, sub) -> None:
+        """A submission none of whose exercises was graded (unreadable, or its kernel never answered): score 0,
+        and a page that says why."""
+        sub.note("no exercise could be graded: score 0")
+        (self.out / "feedback" / f"{sub.student}.html").write_text(
+            feedback.problem_page(sub.student, self.assignment, sub.problems), encoding="utf-8")
 
 
 def write_page(out: Path, assignment: str, student: str, nb, verdicts: dict, problems: list[str], flags: list[str],

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from grader import roster
 from grader.course_page import cell, page
-from grader.report import clean
 from grader.roster import Enrolled
+from grader.safe_text import clean
 from tools.paths import ROOT, assignments
 
 # The columns after the points per assignment: each student's counts over the term.

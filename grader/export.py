@@ -18,7 +18,8 @@ from pathlib import Path
 
 from grader import roster
 from grader.handback import feedback_zip
-from grader.report import clean, summary_line
+from grader.report import summary_line
+from grader.safe_text import clean
 
 CANVAS_ASSIGNMENT = re.compile(r"^(?P<title>.*?)\s*\((?P<id>\d+)\)\s*$")
 CANVAS_TOTALS = re.compile(r"(Current|Final|Unposted|Override) (Score|Points|Grade|Status)")

@@ -10,7 +10,6 @@ nothing already graded, ``--resume`` finishes it, and ``--only`` grades some stu
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import sys
@@ -127,12 +126,10 @@ def _folders(out: Path, keep_results: bool) -> Path:
     return out / "_nbgrader"
 
 
-def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading", timeout: int | None = None,
-          jobs: int | None = None, budget: int | None = None, seed: int | None = None,
-          secret_file: Path | None = None, forbidden: str = "flag", **more) -> int:
-    """Grade every submission of ``assignment`` in ``submissions`` (a folder or a zip); 0 when the run completed,
-    2 if it cannot start. The options are :class:`Options`'."""
-    opts = Options(timeout, jobs, budget, seed, secret_file, forbidden, **more)
+def grade(assignment: str, submissions: Path, out_root: Path = ROOT / "grading", opts: Options | None = None) -> int:
+    """Grade every submission of ``assignment`` in ``submissions`` (a folder or a zip) into ``out_root/assignment``;
+    0 when the run completed, 2 if it cannot start."""
+    opts = dataclasses.replace(opts or Options())  # a copy: --only and --resume fill in the last run's seed
     if why := _refusal(assignment, submissions, opts):
         print(why, file=sys.stderr)
         return 2
@@ -190,7 +187,8 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options, pool) -> int:
                                            "column": opts.column}}  # hand points reach the file (grader/manual.py)
     if not opts.quiet:
         print(run_info["limits"])
-    report.announce(out, run_info, len(subs), len(ready), len(saved), pool, opts.quiet)
+    report.announce(run_info, len(subs), len(ready), len(saved), pool, opts.quiet)
+    results.write_run(out, run_info)
     has_mathjax = feedback.copy_mathjax(out / "feedback")
     progress = Progress(quiet=opts.quiet)
     progress.start(len(ready))
@@ -201,12 +199,15 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options, pool) -> int:
     finally:
         progress.close()
     run_info.update(graded_s=round(progress.elapsed(), 1), estimate_error=progress.estimate_errors())
-    (out / "run.json").write_text(json.dumps(run_info, indent=1), encoding="utf-8")
+    results.write_run(out, run_info)
     for sub, record in saved:  # results kept from an earlier run: the gradebook and the page made again
         book.keep(sub, record)
     if not opts.only and not opts.resume:
         gradebook.forget(db_url, assignment, {s.student for s in graded if s.graded})
-    rows = report.rows(out, assignment, subs, max_points, unsafe, book)
+    for sub in subs:
+        if sub.status != "superseded" and not sub.graded:
+            book.never_ran(sub)
+    rows = report.rows(subs, max_points, unsafe, book)
     report.write_csv(out, rows, list(max_points))
     report.write_summary(out, rows, list(max_points), max_points)
     from grader import similarity

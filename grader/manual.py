@@ -14,8 +14,9 @@ import csv
 import sys
 from pathlib import Path
 
-from grader import export, gradebook, report, results
+from grader import export, gradebook, results
 from grader.bookkeeping import write_page
+from grader.safe_text import clean
 from tools.paths import ROOT
 
 
@@ -68,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
-    print(report.clean(f"{args.student}: {args.cell} now {held.points[args.cell]:g}; score {held.score:g}; "
+    print(clean(f"{args.student}: {args.cell} now {held.points[args.cell]:g}; score {held.score:g}; "
                        f"entered by hand: {', '.join(held.manual) or 'none'}; {exported}"))
     return 0
 

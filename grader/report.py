@@ -6,30 +6,19 @@ submissions that need attention (every row is in grades.csv).
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 from grader import limits
+from grader.safe_text import clean
 
 # Columns after the score and the points of each exercise (see book/instructors.md).
 TAIL = ["status", "late", "platform", "platform_id", "name", "attempt", "manual", "problems", "sandbox", "flags",
         "file"]
 
 
-def clean(text: str, limit: int = limits.CELL_TEXT_CHARS) -> str:
-    """Text that came from a submission, safe for a terminal and a spreadsheet: no control characters
-    (so no terminal escapes), and no leading ``= + - @`` that a spreadsheet would run as a formula. Past ``limit``
-    characters it ends at the last whole word that fits, with "…"."""
-    text = "".join(ch if ch.isprintable() else " " for ch in str(text))
-    if len(text) > limit:
-        cut = text[:limit - 1]
-        text = (cut[:cut.rindex(" ")] if " " in cut[limit // 2:] else cut).rstrip(" ;,:") + "…"
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
-
-
-def announce(out: Path, run_info: dict, found: int, to_grade: int, reused: int, pool, quiet: bool) -> None:
-    """The run's settings, printed and saved in ``run.json`` (the seed, to grade again with the same questions);
-    ``pool``: where the submissions are graded (``workers.Local`` or ``cluster.Cluster``)."""
+def announce(run_info: dict, found: int, to_grade: int, reused: int, pool, quiet: bool) -> None:
+    """The run's settings, printed (unless ``quiet``); ``pool``: where the submissions are graded
+    (``workers.Local`` or ``cluster.Cluster``), which ``run_info`` records."""
     where = "each in its own sandbox" if run_info["sandboxed"] else "WITHOUT a sandbox"
     kept = f"; {reused} result(s) kept from the last run" if reused else ""
     run_info["graded"] = pool.where
@@ -38,7 +27,6 @@ def announce(out: Path, run_info: dict, found: int, to_grade: int, reused: int, 
               f"{run_info['timeout']} s, each submission after {run_info['budget']} s in all, "
               f"{max(1, min(pool.size, to_grade))} at a time {pool.where}, {where}); {found} file(s) found{kept} ...",
               flush=True)
-    (out / "run.json").write_text(json.dumps(run_info, indent=1), encoding="utf-8")
 
 
 def attention_line(sub, book) -> str:
@@ -51,16 +39,10 @@ def attention_line(sub, book) -> str:
     return clean(f"! {sub.student} ({score}): " + "; ".join(parts), limits.LINE_CHARS)
 
 
-def rows(out: Path, assignment: str, subs: list, max_points: dict, unsafe: bool, book) -> list[dict]:
-    """One grades.csv row per file found; a submission that never ran gets its problem page."""
-    from grader import feedback
-
+def rows(subs: list, max_points: dict, unsafe: bool, book) -> list[dict]:
+    """One grades.csv row per file found (``book``: what the bookkeeping recorded of each)."""
     total, table = sum(max_points.values()), []
     for sub in subs:
-        if sub.status != "superseded" and not sub.graded:
-            sub.note("no exercise could be graded: score 0")
-            (out / "feedback" / f"{sub.student}.html").write_text(
-                feedback.problem_page(sub.student, assignment, sub.problems), encoding="utf-8")
         counted = sub.status != "superseded"
         row = {"student": sub.student, "file": sub.source, "max_score": total, "score": sub.score if counted else "",
                "status": sub.status, "late": sub.late, "platform": sub.platform, "platform_id": sub.platform_id,

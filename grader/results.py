@@ -9,15 +9,10 @@ is reused only for the very same file (and, with ``--resume``, the same seed).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from pathlib import Path
 
 from grader.verdicts import Verdict
-
-
-def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def save(folder: Path, student: str, record: dict, notebook_text: str) -> None:
@@ -48,6 +43,12 @@ def reusable(folder: Path, student: str, file_digest: str, seed: int | None) -> 
     if seed is not None and saved.get("seed") != seed:
         return None
     return saved
+
+
+def write_run(out: Path, run_info: dict) -> None:
+    """The run's settings in ``run.json``: written as grading starts, so that a run that stops can be resumed with
+    its seed (``--resume``), and again at the end with its times."""
+    (out / "run.json").write_text(json.dumps(run_info, indent=1), encoding="utf-8")
 
 
 def previous_run(out: Path) -> dict | None:

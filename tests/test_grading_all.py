@@ -19,10 +19,10 @@ pytestmark = pytest.mark.slow
 GRADE_EACH = """import sys
 from pathlib import Path
 
-from grader.grade import grade
+from grader.grade import Options, grade
 
 root = Path(sys.argv[1])
-sys.exit(max(grade(a, root / "subs" / a, root / "out", jobs=1) for a in sys.argv[2:]))
+sys.exit(max(grade(a, root / "subs" / a, root / "out", Options(jobs=1)) for a in sys.argv[2:]))
 """
 
 

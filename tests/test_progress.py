@@ -11,6 +11,7 @@ import pytest
 
 from grader import limits, progress, report
 from grader.progress import Progress
+from grader.safe_text import clean
 
 
 class Terminal(io.StringIO):
@@ -133,8 +134,8 @@ def test_superseded_rows_are_listed_but_not_counted():
 def test_a_long_line_ends_at_a_whole_word():
     """Lines were cut mid-word at the terminal's width ("ran longer than 60 s (or th")."""
     words = "ex1_answer ran longer than 60 s (or than the time left) and was stopped; " * 4
-    line = report.clean(words, limits.LINE_CHARS)
+    line = clean(words, limits.LINE_CHARS)
     assert len(line) <= limits.LINE_CHARS and line.endswith("…")
     assert words.startswith(line[:-1]) and words[len(line) - 1] == " "  # the next character begins a new word
-    assert report.clean("y" * 300, 50) == "y" * 49 + "…"  # one word longer than the line is cut where it must be
-    assert report.clean("=cmd|' /C calc'!A0", 160) == "'=cmd|' /C calc'!A0"
+    assert clean("y" * 300, 50) == "y" * 49 + "…"  # one word longer than the line is cut where it must be
+    assert clean("=cmd|' /C calc'!A0", 160) == "'=cmd|' /C calc'!A0"

@@ -18,8 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-import grader.replies  # noqa: F401 - sets the bounds of plain data, as in grading
-from grader import hidden
+from grader import hidden, limits
 from grader.hidden import a01, a02, a04, judge
 from grader.kernel_side import plain
 from transformer.checks.answers import count_differences, plain_counts
@@ -161,8 +160,8 @@ def test_a_table_by_hand_cannot_encode_a_number():
 def _round_trip(value, tmp_path):
     """``value`` as the grader reads it from the kernel: written as plain data, read back (arrays become tensors)."""
     tmp_path.mkdir(parents=True, exist_ok=True)
-    tree = plain.encode(value, tmp_path)
-    return plain.decode(tree, str(tmp_path), tensors=True)
+    tree = plain.encode(value, tmp_path, limits.REPLY_BUDGET["items"])
+    return plain.decode(tree, str(tmp_path), True, plain.Budget(**limits.REPLY_BUDGET))
 
 
 def _variants(ref: torch.Tensor):

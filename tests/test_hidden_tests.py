@@ -17,7 +17,7 @@ import signal
 import nbformat
 import pytest
 
-from grader import hidden
+from grader import hidden, limits
 from grader.kernel_side import plain, probes
 from grader.replies import read_reply
 from grader.verdicts import judge_cell, problem_of
@@ -97,13 +97,14 @@ def ask(assignment: str, cell: str, answer: str, tmp_path) -> tuple[list, list]:
         for i, case in enumerate(cases):
             there = tmp_path / f"{gid}-{i}"
             there.mkdir()
-            sent = plain.encode({"probe": case.request.probe, "inputs": case.request.inputs}, there)
-            request = plain.decode(sent, str(there), tensors=True)
+            sent = plain.encode({"probe": case.request.probe, "inputs": case.request.inputs}, there,
+                                limits.REQUEST_BUDGET["items"])
+            request = plain.decode(sent, str(there), True, plain.Budget(**limits.REQUEST_BUDGET))
             try:
                 name = request["probe"]
                 run = probes.resolve(name)
                 value = run(ns, **request["inputs"])
-                tree = {"ok": plain.encode(value, there)}
+                tree = {"ok": plain.encode(value, there, limits.REPLY_BUDGET["items"])}
             except TimedOut:
                 tree = {"error": "TimedOut"}
             except Exception as exc:  # noqa: BLE001 - the probe reports it, as in the kernel
@@ -296,7 +297,7 @@ def test_hidden_tests_never_appear_in_the_notebooks():
 
 def _inputs(case, folder):
     folder.mkdir(exist_ok=True)
-    tree = plain.encode(case.request.inputs, folder)
+    tree = plain.encode(case.request.inputs, folder, limits.REQUEST_BUDGET["items"])
     return tree, {f.name: f.read_bytes() for f in folder.iterdir()}
 
 
@@ -308,8 +309,8 @@ def test_hidden_inputs_are_the_same_for_the_same_seed(tmp_path):
                                     strict=True):
             (tmp_path / "a").mkdir(exist_ok=True)
             (tmp_path / "b").mkdir(exist_ok=True)
-            ta = plain.encode(a.request.inputs, tmp_path / "a")
-            tb = plain.encode(b.request.inputs, tmp_path / "b")
+            ta = plain.encode(a.request.inputs, tmp_path / "a", limits.REQUEST_BUDGET["items"])
+            tb = plain.encode(b.request.inputs, tmp_path / "b", limits.REQUEST_BUDGET["items"])
             assert ta == tb and a.what == b.what, gid
             for f in (tmp_path / "a").iterdir():
                 assert f.read_bytes() == (tmp_path / "b" / f.name).read_bytes(), gid

@@ -74,7 +74,7 @@ book: $(ENV_STAMP) $(ASSETS_STAMP)
 NBVAL_OPTIONS := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
 NBVAL := -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(NBVAL_OPTIONS) notebooks solutions
 
-LINTED := transformer tests benchmarks tools grader conftest.py
+LINTED := transformer checks tests benchmarks tools grader conftest.py
 
 lint: $(ENV_STAMP)
 	$(VENV)/bin/ruff check $(LINTED)

@@ -109,8 +109,8 @@ def list_item(p: Plan) -> str:
 
 
 def check(p: Plan) -> str:
-    """The visible check and its named mistake, before ``MISTAKES`` in ``transformer/checks/aNN.py``."""
-    todo = f"TODO: write the check for {p.where} in transformer/checks/a{p.number}.py"
+    """The visible check and its named mistake, before ``MISTAKES`` in ``checks/aNN.py``."""
+    todo = f"TODO: write the check for {p.where} in checks/a{p.number}.py"
     wrong = "a wrong value" if p.by_hand else "a wrong function"
     return f'''# ----------------------------------------------------------------------------- exercise {p.n}
 

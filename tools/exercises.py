@@ -6,9 +6,9 @@ An exercise lives on both sides of the grader's trust boundary, always under its
 piece                        where                                                       who may import it
 ===========================  ==========================================================  ===================
 answer cell, grade cell      ``solutions/NN_slug/NN_slug.ipynb`` (``answer``, ``graded``)  nbgrader
-visible check                ``transformer/checks/aNN.py`` (``check``)                     the student's kernel
-named mistakes               ``transformer/checks/mistakes/aNN.py`` (``MISTAKES[check]``)  the student's kernel
-reference                    ``transformer/checks/references.py`` (``references``)         the student's kernel
+visible check                ``checks/aNN.py`` (``check``)                                 the student's kernel
+named mistakes               ``checks/mistakes/aNN.py`` (``MISTAKES[check]``)              the student's kernel
+reference                    ``checks/references.py`` (``references``)                     the student's kernel
 hidden test                  ``grader/hidden/aNN.py``, the function named ``graded``       the grader only
 probes                       ``grader/kernel_side/probes/`` (``probes``)                   the grading kernel
 forbidden names              ``grader/hidden/aNN.py``, ``FORBIDS[graded]`` (``forbids``)   the grader only
@@ -17,7 +17,7 @@ wrong and right answers      ``tests/bank/aNN.py``, ``WRONG[answer]`` and ``RIGH
 
 A row also lists what the exercise's text promises about the answer beyond its values: the inputs it does not change
 (``keeps``) and the dtype of its result (``dtype_of``). The visible check and the hidden test both hold each promise,
-in the words of ``transformer/checks/rule.py``; ``tests/test_exercise_promises.py`` finds the promises in the text.
+in the words of ``checks/rule.py``; ``tests/test_exercise_promises.py`` finds the promises in the text.
 
 The map only names things; ``tests/test_exercise_map.py`` fails when a row names something that is not there, or
 when something is there that no row names. Adding an exercise starts with its row here (CONTRIBUTING.md).
@@ -39,10 +39,10 @@ class Exercise:
     answer: str                     # the answer cell's grade_id, "ex2_answer"
     graded: str                     # the grade cell's grade_id, also the hidden test's name, "ex2_attention"
     defines: str                    # the name the answer cell defines, "attention"
-    check: str                      # the visible check in transformer.checks, "check_attention"
+    check: str                      # the visible check in the checks package, "check_attention"
     probes: tuple[str, ...]         # the probes the hidden test asks, "call"
     forbids: bool = False           # the text forbids something ("Do not use:"): FORBIDS[graded] holds it
-    references: tuple[str, ...] = ()  # functions of transformer.checks.references the check compares with
+    references: tuple[str, ...] = ()  # functions of checks.references the check compares with
     keeps: tuple[str, ...] = ()     # the inputs the text says are not changed, "labels"
     dtype_of: str = ""              # the input whose dtype the text says the result has, "pattern", or "torch.bool"
 

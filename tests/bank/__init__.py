@@ -6,7 +6,7 @@ Each module defines ``ASSIGNMENT`` (the assignment id) and ``WRONG``:
   must reject each wrong answer; where the mistake is a known one, the feedback must name it
   (contain ``hint_fragment``).
 - ``CHECKS[answer_cell] = (check_function_name, variable_name)``: the check in
-  :mod:`transformer.checks` that judges the cell, and the name the cell defines, read from the map of exercises
+  :mod:`checks` that judges the cell, and the name the cell defines, read from the map of exercises
   (``tools/exercises.py``).
 - ``EXPECTED[answer_cell] = [numbers]`` (optional): a hand-computed answer that no feedback may show.
 - ``RIGHT[answer_cell] = [(what, source), ...]`` (optional): correct answers other than the solution's

@@ -6,7 +6,7 @@ report and :class:`~checks.core.Mistake`);
 exercises are compared with; :mod:`~checks.answers` the helpers that read
 an answer (counts, ids); :mod:`~checks.earlier` the pointer back to a broken
 earlier answer that a later exercise calls; one module per assignment (``a04`` for
-assignment 04, under the number of the map of exercises, ``tools/exercises.py``)
+assignment 04, under the number of the map of exercises, ``layout/exercises.py``)
 holds that chapter's checks, and :mod:`checks.mistakes` the known
 mistakes of every exercise, as data. Every check is re-exported here, so an
 exercise notebook can write ``from checks import check_attention``;
@@ -23,7 +23,7 @@ import importlib
 
 from .core import PASSED, CheckFailed, Mistake, compare
 
-# the module of each assignment (its number in tools/exercises.py) and the names it exports
+# the module of each assignment (its number in layout/exercises.py) and the names it exports
 HOMES = {
     "a00": ("RECURRENCE_KEYS", "check_attend", "check_elman_rnn", "check_recurrence_by_hand"),
     "a01": (

@@ -8,7 +8,7 @@ expected values (``ATOL``, ``RTOL`` by default; booleans and integers exactly).
 
 What an exercise's text promises beyond the values is held here too, in the words both sides show: the result has
 the dtype of an input (:func:`judge_values`' ``keeps_dtype``, :func:`dtype_words`), the inputs are not changed
-(:func:`changed`, :func:`kept_words`). The map of exercises (``tools/exercises.py``) lists each exercise's promises.
+(:func:`changed`, :func:`kept_words`). The map of exercises (``layout/exercises.py``) lists each exercise's promises.
 """
 
 from __future__ import annotations

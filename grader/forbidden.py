@@ -29,7 +29,7 @@ from grader.hidden import Forbid, module_for
 from grader.kernel_side.routes import routes
 from grader.reading import bindings, index, names_used, parse
 from grader.unchecked import WHY, reaches
-from tools import nbmeta
+from layout import nbmeta
 
 EXEMPT = ("checks",)  # the public checks: calling them is no shortcut
 _MISSING = object()

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from grader import limits as sizes
 from grader.cgroups import CGROUP_ROOT, cgroup_version, control_groups
-from tools.paths import CHECKS, PACKAGE, sandbox_mounts
+from layout.paths import CHECKS, PACKAGE, sandbox_mounts
 
 UNSAFE = "UNSAFE_NO_SANDBOX"
 HOME = "/home/student"

@@ -1,4 +1,4 @@
-"""The map of exercises (``tools/exercises.py``) names every piece of every exercise, and every piece is named by it:
+"""The map of exercises (``layout/exercises.py``) names every piece of every exercise, and every piece is named by it:
 a row that names something missing fails here, and so does a check, mistake list, reference, hidden test, probe,
 ``FORBIDS`` entry or bank entry that no row names."""
 
@@ -15,9 +15,9 @@ import checks
 from checks import references
 from grader import hidden
 from grader.kernel_side import probes
-from tools import exercises
-from tools.nbmeta import grade_id, is_graded, is_solution
-from tools.paths import assignments, notebook_path
+from layout import exercises
+from layout.nbmeta import grade_id, is_graded, is_solution
+from layout.paths import assignments, notebook_path
 
 import bank
 

@@ -18,7 +18,7 @@ import torch
 
 from grader import forbidden
 from grader.kernel_side.forbidden_calls import recording
-from tools.nbmeta import grade_id, is_graded
+from layout.nbmeta import grade_id, is_graded
 
 from conftest import ASSIGNMENTS, graded_class, make_submission, notebook_path, solution_sources
 

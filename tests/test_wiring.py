@@ -1,18 +1,20 @@
 """How the code hangs together: the package's imports form no cycle, the package never imports the exercises'
-checks (``checks/``, which import it), and nothing puts paths on sys.path by hand (the package and the checks are
-installed; tools and benchmarks run as ``python -m tools.x`` and ``python -m benchmarks.bench``)."""
+checks (``checks/``, which import it), nothing the grader runs imports the authors' tools (``tools/``: what both use
+lives in ``layout/``, which imports neither), and nothing puts paths on sys.path by hand (the package, the checks,
+the layout and the grader are installed; tools and benchmarks run as ``python -m tools.x`` and
+``python -m benchmarks.bench``)."""
 
 from __future__ import annotations
 
 import ast
 import re
 
+from layout.paths import CHECKS, PACKAGE, ROOT
 from tools.imports import import_graph, layers, module_name
-from tools.paths import CHECKS, PACKAGE, ROOT
 
-CODE = ("transformer", "checks", "grader", "tools", "benchmarks")
+CODE = ("transformer", "checks", "layout", "grader", "tools", "benchmarks")
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 50
-# A hidden-test module holds all of one assignment's tests, as the map of exercises (tools/exercises.py) says: an
+# A hidden-test module holds all of one assignment's tests, as the map of exercises (layout/exercises.py) says: an
 # assignment is not split over modules to meet the cap (assignment 09's four exercises take about 400 lines).
 MAX_ASSIGNMENT_LINES, ASSIGNMENT_MODULE = 420, re.compile(r"grader/hidden/a[0-9]{2}\.py")
 
@@ -84,9 +86,25 @@ def test_the_package_never_imports_the_checks():
     assert not {d for m, deps in graph.items() if m.startswith("transformer") for d in deps if d.startswith("checks")}
 
 
+# The packages each top-level folder never imports. The grader, and what a graded kernel or the grader imports
+# (the checks, the package), stand without the authors' tools; the course's layout, which the grader and the tools
+# both read, imports neither of them, nor the package or the checks (the map names the checks and the hidden tests,
+# and imports neither side of the trust boundary).
+NEVER_IMPORTS = {"grader": {"tools"}, "checks": {"tools"}, "transformer": {"tools", "checks"},
+                 "layout": {"tools", "grader", "checks", "transformer"}}
+
+
+def test_the_grader_and_what_it_reads_never_import_the_authors_tools():
+    assert any("layout" in found for found in imports_in("grader").values())  # read right: the grader reads it
+    assert any("layout" in found for found in imports_in("tools").values())  # and so do the tools
+    offenders = {path: sorted(found & banned) for folder, banned in NEVER_IMPORTS.items()
+                 for path, found in imports_in(folder).items() if found & banned}
+    assert not offenders, offenders
+
+
 def test_nothing_puts_paths_on_sys_path():
     offenders = []
-    for folder in ("transformer", "checks", "tests", "benchmarks", "tools", "grader"):
+    for folder in ("transformer", "checks", "layout", "tests", "benchmarks", "tools", "grader"):
         for path in (ROOT / folder).rglob("*.py"):
             relative = path.relative_to(ROOT).as_posix()
             if relative.startswith("tests/hostile/"):
@@ -253,7 +271,8 @@ def test_rebound_aliases_are_found():
 
 
 def test_no_import_alias_is_also_a_variable():
-    """In the package, the grader, the tools, the tests and every notebook (chapters and solutions)."""
+    """In the package, the checks, the layout, the grader, the tools, the tests and every notebook (chapters and
+    solutions)."""
     import nbformat
     from IPython.core.inputtransformer2 import TransformerManager
 

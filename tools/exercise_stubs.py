@@ -64,7 +64,7 @@ class Plan:
 
 
 def row(p: Plan) -> str:
-    """The map's row (``tools/exercises.py``)."""
+    """The map's row (``layout/exercises.py``)."""
     probe = "VALUE" if p.by_hand else "CALL"
     return f'    E("{p.number}", "{p.answer}", "{p.graded}", "{p.name}", "{p.check}", {probe}),\n'
 

@@ -5,7 +5,7 @@
 
 ``ASSIGNMENT`` is ``a13``, ``13`` or ``13_looking_inside``; ``NAME`` is what the answer cell defines (a function, a
 class, or with ``--by-hand`` a value worked by hand). The exercise comes last in its assignment. Written: the map's
-row (``tools/exercises.py``); the solution notebook's four cells, the setup's import and the intro's table; the
+row (``layout/exercises.py``); the solution notebook's four cells, the setup's import and the intro's table; the
 chapter's list of exercises; the check, its mistake, ``__all__`` and ``MISTAKES`` (``checks/aNN.py``)
 and ``HOMES`` (``checks/__init__.py``); the hidden test (``grader/hidden/aNN.py``, in ``FIXED`` when by
 hand); the bank's first wrong answer (``tests/bank/aNN.py``); then the exercise notebook, regenerated.
@@ -22,9 +22,10 @@ import keyword
 import sys
 from pathlib import Path
 
-from tools import exercises, notebook_edit, source_edit
+from layout import exercises
+from layout.paths import CHECKS, NOTEBOOKS, ROOT, assignments, notebook_path
+from tools import notebook_edit, source_edit
 from tools.exercise_stubs import Plan
-from tools.paths import CHECKS, NOTEBOOKS, ROOT, assignments, notebook_path
 
 
 class Refused(ValueError):
@@ -81,7 +82,7 @@ def plan(args: argparse.Namespace) -> Plan:
 def write(p: Plan) -> list[Path]:
     """Every piece of the exercise, in the order the map names them; the files written."""
     n = p.number
-    done = [source_edit.edit(ROOT / "tools" / "exercises.py", source_edit.add_row, p),
+    done = [source_edit.edit(ROOT / "layout" / "exercises.py", source_edit.add_row, p),
             notebook_edit.add_to_solution(notebook_path("solutions", p.assignment), p),
             notebook_edit.add_to_chapter(NOTEBOOKS / f"{p.assignment}.ipynb", p),
             source_edit.edit(CHECKS / f"a{n}.py", source_edit.add_check, p),

@@ -13,7 +13,7 @@ notebook of an exercise set from the repository's notebooks.
 
 from __future__ import annotations
 
-from tools.paths import notebook_path
+from layout.paths import notebook_path
 
 KEY = "nbgrader"
 TYPES = {"grade_id": str, "solution": bool, "grade": bool, "locked": bool, "task": bool, "schema_version": int,

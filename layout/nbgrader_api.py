@@ -1,7 +1,7 @@
 """nbgrader's Python API on this repository's course (``nbgrader_config.py``), with a gradebook of its own.
 
-Used by ``tools.generate_exercises`` (a throwaway gradebook) and meant for the grader's gradebook step,
-which needs the same course with its own folders.
+Used by the authors' ``tools.generate_exercises`` (a throwaway gradebook) and by the grader's gradebook step
+(``grader/gradebook.py``), which needs the same course with its own folders.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from tools.paths import ROOT
+from layout.paths import ROOT
 
 
 def alembic_head() -> str:

@@ -1,4 +1,4 @@
-"""The repository's folders, computed once: the tests, tools, benchmarks and grader import them from here."""
+"""The repository's folders, computed once: the grader, tools, tests and benchmarks import them from here."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ help:
 	@echo "make book    create $(VENV), build the HTML book, print where it is"
 	@echo "make test    create $(VENV), run every check (lint, package, notebooks, exercises, grading, book)"
 	@echo "make test-fast   the tests not marked slow (no book build, no grading runs, no nbval): the edit loop"
-	@echo "make lint    ruff on the package, tests, benchmarks, tools and grader (configured in pyproject.toml)"
+	@echo "make lint    ruff on the package, checks, layout, tests, benchmarks, tools and grader (configured in pyproject.toml)"
 	@echo "make lab     open JupyterLab here: the chapters in notebooks/, the exercises in exercises/"
 	@echo "make grade ASSIGNMENT=<id> SUBMISSIONS=<folder or zip> [JOBS=n | CLUSTER=tcp://host:port] [OPTIONS=...]"
 	@echo "           grade a class, each in a sandbox, here or on a dask cluster's workers (make worker CLUSTER=...)"
@@ -74,7 +74,7 @@ book: $(ENV_STAMP) $(ASSETS_STAMP)
 NBVAL_OPTIONS := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
 NBVAL := -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(NBVAL_OPTIONS) notebooks solutions
 
-LINTED := transformer tests benchmarks tools grader conftest.py
+LINTED := transformer checks layout tests benchmarks tools grader conftest.py
 
 lint: $(ENV_STAMP)
 	$(VENV)/bin/ruff check $(LINTED)

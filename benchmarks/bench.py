@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import transformer as T
-from tools.paths import ROOT
+from layout.paths import ROOT
 from transformer.interop import copy_encoder_block, copy_multihead
 
 from . import timing

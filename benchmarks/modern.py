@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 import transformer as T
-from tools.env import one_thread
+from layout.env import one_thread
 
 from .timing import interleaved
 

@@ -25,7 +25,7 @@ import sys
 import torch
 
 import transformer as T
-from tools.env import one_thread
+from layout.env import one_thread
 from transformer.kv_cache import LayerCache
 from transformer.latent_attention import LatentAttention, LatentConfig
 from transformer.positional import RotaryEmbedding

@@ -16,9 +16,9 @@ from pathlib import Path
 import torch
 
 import transformer as T
-from tools import nbmeta
-from tools.env import venv_env
-from tools.paths import ROOT
+from layout import nbmeta
+from layout.env import venv_env
+from layout.paths import ROOT
 
 
 def timed(cmd: list[str], **kw) -> float:

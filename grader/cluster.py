@@ -202,7 +202,7 @@ def _prepared(unsafe: bool, module: str) -> str | None:
         import torch  # noqa: F401
 
         from grader import sandbox
-        from tools.env import venv_env
+        from layout.env import venv_env
 
         importlib.import_module(module)  # the grading side, whole: imported once, before the fork
     except ImportError as exc:

@@ -36,7 +36,7 @@ from grader import intake, limits, platforms
 from grader.intake import Entry, SourceError, Unreadable
 from grader.platforms import Found
 from grader.student_ids import name_rows, reduce_name
-from tools import nbmeta
+from layout import nbmeta
 
 __all__ = ["SourceError", "Unreadable", "Submission", "gather", "read_and_rebuild", "read_notebook", "rebuild"]
 

@@ -21,7 +21,7 @@ from grader import roster
 from grader.course_page import cell, page
 from grader.roster import Enrolled
 from grader.safe_text import clean
-from tools.paths import ROOT, assignments
+from layout.paths import ROOT, assignments
 
 # The columns after the points per assignment: each student's counts over the term.
 COUNTS = ("total", "max_total", "percent", "submitted", "late", "flagged")

@@ -22,8 +22,8 @@ import nbformat
 
 from grader import limits
 from grader.verdicts import Verdict
-from tools import nbmeta
-from tools.paths import ROOT
+from layout import nbmeta
+from layout.paths import ROOT
 
 MATHJAX = ROOT / "node_modules" / "mathjax" / "es5"
 IGNORE = "mathjax_ignore tex2jax_ignore"  # MathJax 3's class, and MathJax 2's

@@ -29,9 +29,9 @@ from grader.hidden import Forbid, module_for
 from grader.kernel_side.routes import routes
 from grader.reading import bindings, index, names_used, parse
 from grader.unchecked import WHY, reaches
-from tools import nbmeta
+from layout import nbmeta
 
-EXEMPT = ("transformer.checks",)  # the public checks: calling them is no shortcut
+EXEMPT = ("checks",)  # the public checks: calling them is no shortcut
 _MISSING = object()
 
 

@@ -22,8 +22,8 @@ from grader.forbidden import findings, forbids
 from grader.progress import Progress
 from grader.run import grade_in_sandbox
 from grader.seed import run_seed
-from tools.env import venv_env
-from tools.paths import ROOT, assignments, kernel_read_roots, notebook_path
+from layout.env import venv_env
+from layout.paths import ROOT, assignments, kernel_read_roots, notebook_path
 
 
 @dataclass

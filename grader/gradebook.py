@@ -14,8 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools import nbmeta
-from tools.nbgrader_api import alembic_head, make_api  # noqa: F401 - nbgrader's API, shared with tools/
+from layout import nbmeta
+from layout.nbgrader_api import make_api  # nbgrader's API on this repository, as the authors' tools use it too
 
 
 def prepare(work: Path, assignment: str, timeout: int):

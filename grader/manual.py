@@ -17,7 +17,7 @@ from pathlib import Path
 from grader import export, gradebook, results
 from grader.bookkeeping import write_page
 from grader.safe_text import clean
-from tools.paths import ROOT
+from layout.paths import ROOT
 
 
 def give(out: Path, assignment: str, student: str, cell: str, points: float | None) -> tuple[gradebook.Recorded, str]:

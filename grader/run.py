@@ -27,8 +27,8 @@ from grader import hidden, limits, replies, verdicts
 from grader.kernel import OVERSIZED, Kernel
 from grader.kernel_side import plain
 from grader.sandbox import HOME
-from tools import nbmeta
-from tools.paths import ROOT
+from layout import nbmeta
+from layout.paths import ROOT
 
 KILLED = 'raise RuntimeError("this cell stopped the kernel when it was graded, so the grader replaced it")'
 

@@ -1,14 +1,14 @@
 """One OS sandbox per submission: a bubblewrap (``bwrap``) jail around the student's kernel.
 
-Inside it the kernel sees a read-only system, the Python it runs on, the virtual environment and,
-of the repository, only the ``transformer`` package; a private /tmp and HOME; of its ``box``, the
-grader's questions (``in/``, read-only), its answers (``out/``) and a socket folder new for every
-kernel; no network; its own pid, IPC and UTS namespaces, so it cannot see or signal another process,
-and everything it starts dies with it. When the grader runs as root the kernel drops to an
-unprivileged uid that each grading process claims for itself, so the process limit holds, and joins
-that process's control groups (CPU share, memory, processes; cgroup v1 or v2). Limits: address
-space, processes, file size, CPU seconds. As root, each box is a size-bounded file system of its own
-(a tmpfs), so nothing the kernel writes can fill the host's disk. The kernel-side code of the grader
+Inside it the kernel sees a read-only system, the Python it runs on, the virtual environment and, of the
+repository, only the ``transformer`` package and the exercises' visible checks (``checks``); a private
+/tmp and HOME; of its ``box``, the grader's questions (``in/``, read-only), its answers (``out/``) and a
+socket folder new for every kernel; no network; its own pid, IPC and UTS namespaces, so it cannot see or
+signal another process, and everything it starts dies with it. When the grader runs as root the kernel
+drops to an unprivileged uid that each grading process claims for itself, so the process limit holds,
+and joins that process's control groups (CPU share, memory, processes; cgroup v1 or v2). Limits: address
+space, processes, file size, CPU seconds. As root, each box is a size-bounded file system of its own (a
+tmpfs), so nothing the kernel writes can fill the host's disk. The kernel-side code of the grader
 (``grader/kernel_side``) is bound in read-only, whole.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 from grader import limits as sizes
 from grader.cgroups import CGROUP_ROOT, cgroup_version, control_groups
-from tools.paths import PACKAGE, sandbox_mounts
+from layout.paths import CHECKS, PACKAGE, sandbox_mounts
 
 UNSAFE = "UNSAFE_NO_SANDBOX"
 HOME = "/home/student"
@@ -71,7 +71,7 @@ def _parents(path: Path, made: set[str]) -> list[str]:
 
 
 def _mounts() -> list[str]:
-    """The read-only view: system, Python, the virtual environment, the package."""
+    """The read-only view: system, Python, the virtual environment, the package, the checks."""
     args = ["--ro-bind", "/usr", "/usr"]
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         top = Path("/") / name
@@ -169,9 +169,9 @@ def limits_line(limits: Limits | None = None) -> str:
             f"{limits.file_bytes // 2**20} MiB)" + ("" if os.geteuid() == 0 else "; boxes are not size-bounded"))
 
 
-def compile_bytecode(folders: tuple[Path, ...] = (PACKAGE, KERNEL_SIDE)) -> None:
-    """The package's and the kernel side's bytecode, compiled by the grader before any kernel starts: a kernel
-    reads them read-only and may not write bytecode (``PYTHONDONTWRITEBYTECODE``), so without it every kernel
+def compile_bytecode(folders: tuple[Path, ...] = (PACKAGE, CHECKS, KERNEL_SIDE)) -> None:
+    """The package's, the checks' and the kernel side's bytecode, compiled by the grader before any kernel starts: a
+    kernel reads them read-only and may not write bytecode (``PYTHONDONTWRITEBYTECODE``), so without it every kernel
     would compile every module it imports again (a third of a second for the package). Up-to-date files are
     left alone; a folder the grader cannot write to is left as it is."""
     import compileall

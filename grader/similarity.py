@@ -40,7 +40,7 @@ from pathlib import Path
 
 from grader import limits
 from grader.similarity_page import page, shown
-from tools import nbmeta
+from layout import nbmeta
 
 NOISE = 25  # characters of normalised code (copydetect's default noise threshold): a shorter match is not one
 WINDOW = 1  # winnowing window, guarantee - noise + 1: copydetect's defaults (both 25) keep every k-gram

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from tools import nbmeta
-from tools.env import venv_env  # noqa: F401 - the tests' import: subprocesses that find the venv's tools
-from tools.nbmeta import solutions as solution_sources  # noqa: F401 - the tests' names for them
-from tools.nbmeta import submission as make_submission  # noqa: F401
-from tools.paths import ROOT, assignments, notebook_path  # noqa: F401 - ROOT and notebook_path: the tests' import
+from layout import nbmeta
+from layout.env import venv_env  # noqa: F401 - the tests' import: subprocesses that find the venv's tools
+from layout.nbmeta import solutions as solution_sources  # noqa: F401 - the tests' names for them
+from layout.nbmeta import submission as make_submission  # noqa: F401
+from layout.paths import ROOT, assignments, notebook_path  # noqa: F401 - ROOT and notebook_path: the tests' import
 
 # Two test workers share two cores: one thread each keeps the small models fast.
 torch.set_num_threads(1)

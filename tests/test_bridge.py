@@ -18,7 +18,7 @@ import sys
 import pytest
 import torch
 
-from tools.paths import PACKAGE
+from layout.paths import PACKAGE
 from transformer import EncoderDecoder, TransformerConfig, induction, interp
 from transformer.bridge import to_transformer_lens, transformer_lens_name
 from transformer.model import DecoderOnly, EncoderOnly

@@ -13,7 +13,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
 
-from transformer.checks import CheckFailed, check_masked_attention, check_masked_row
+from checks import CheckFailed, check_masked_attention, check_masked_row
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -32,7 +32,7 @@ def shown(shell, code: str) -> str:
 
 
 def test_a_failed_check_shows_its_message_alone(shell):
-    text = shown(shell, "from transformer.checks import check_masked_row\n"
+    text = shown(shell, "from checks import check_masked_row\n"
                         "check_masked_row([0.25, 0.25, 0.25, 0.25])")
     assert "✗ masked row" in text or "✗" in text.splitlines()[0]
     assert "values are wrong" in text
@@ -41,7 +41,7 @@ def test_a_failed_check_shows_its_message_alone(shell):
 
 
 def test_an_error_in_the_students_code_keeps_its_traceback(shell):
-    text = shown(shell, "from transformer.checks import check_masked_attention\n"
+    text = shown(shell, "from checks import check_masked_attention\n"
                         "def masked_attention(q, k, v, mask):\n"
                         "    scores = q @ k.transpose(-2, -1)\n"
                         "    return scores / 0 + undefined_name\n"
@@ -81,7 +81,7 @@ def test_a_kernel_stores_the_message_as_the_error_output():
     from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "from transformer.checks import check_masked_row\ncheck_masked_row([0.25, 0.25, 0.25, 0.25])")])
+        "from checks import check_masked_row\ncheck_masked_row([0.25, 0.25, 0.25, 0.25])")])
     with pytest.raises(CellExecutionError):
         NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     error = next(o for o in nb.cells[0].outputs if o.output_type == "error")

@@ -1,4 +1,4 @@
-"""The known mistakes of every exercise are data (``transformer.checks.MISTAKES``, by check): each one, given to
+"""The known mistakes of every exercise are data (``checks.MISTAKES``, by check): each one, given to
 its check as the student's answer, is rejected, and the feedback names it with its hint."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import math
 import pytest
 import torch
 
-from transformer import checks
-from transformer.checks import CheckFailed, Mistake
+import checks
+from checks import CheckFailed, Mistake
 
 from bank import CHECKS
 from conftest import solution_sources

@@ -9,8 +9,8 @@ import re
 import pytest
 import torch
 
-from transformer import checks
-from transformer.checks import CheckFailed
+import checks
+from checks import CheckFailed
 
 from bank import CHECKS, EXPECTED, RIGHT_CASES, WRONG
 from conftest import solution_sources

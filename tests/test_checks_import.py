@@ -1,6 +1,7 @@
-"""An exercise notebook's ``from transformer.checks import ...`` loads its own assignment's checks and no
+"""An exercise notebook's ``from checks import ...`` loads its own assignment's checks and no
 pictures: every graded kernel runs that line, so what it imports is paid once per submission. Every name
-``HOMES`` lists is in the module it names, and every check a module defines is listed."""
+``HOMES`` lists is in the module it names, and every check a module defines is listed. The checks are a package of
+their own: they import ``transformer``, and ``transformer`` neither imports them nor offers them as ``T.checks``."""
 
 from __future__ import annotations
 
@@ -10,19 +11,30 @@ import sys
 
 import pytest
 
-from transformer import checks
+import checks
 
 PROBE = """
 import json, sys
-from transformer.checks import check_attention, check_self_attention
-print(json.dumps(sorted(m for m in sys.modules if m.startswith(("transformer.checks.a", "transformer.viz",
+from checks import check_attention, check_self_attention
+print(json.dumps(sorted(m for m in sys.modules if m.startswith(("checks.a", "transformer.viz",
                                                                   "matplotlib", "ipywidgets")))))
+"""
+
+PACKAGE_ALONE = """
+import json, sys
+import transformer
+print(json.dumps([sorted(m for m in sys.modules if m.split(".")[0] == "checks"), hasattr(transformer, "checks")]))
 """
 
 
 def test_one_assignments_checks_load_one_module_and_no_pictures(root):
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, cwd=root)
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["transformer.checks.a04"]
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == ["checks.a04"]
+
+
+def test_the_package_alone_loads_no_checks_and_has_none(root):
+    out = subprocess.run([sys.executable, "-c", PACKAGE_ALONE], capture_output=True, text=True, check=True, cwd=root)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == [[], False]
 
 
 @pytest.mark.parametrize("module", sorted(checks.HOMES))

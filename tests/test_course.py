@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader import course, course_page, limits
-from tools.paths import assignments
+from layout.paths import assignments
 
 A, B, C = assignments()[0], assignments()[2], assignments()[5]  # 5, 10 and 5 points: 20 in all
 UNGRADED = assignments()[1]  # a grades.csv without a gradebook: not graded
@@ -72,7 +72,7 @@ def _new_gradebooks():
     import nbgrader.api
     from sqlalchemy.exc import SAWarning
 
-    from tools.nbgrader_api import alembic_head
+    from layout.nbgrader_api import alembic_head
 
     with pytest.MonkeyPatch.context() as mp, warnings.catch_warnings():
         warnings.simplefilter("ignore", SAWarning)

@@ -7,8 +7,9 @@ import pytest
 import torch
 from torch import nn
 
-from transformer import OutputHead, TokenEmbedding, checks, one_hot, rms
-from transformer.checks import CheckFailed
+import checks
+from checks import CheckFailed
+from transformer import OutputHead, TokenEmbedding, one_hot, rms
 
 
 def randn(*shape, seed=0):

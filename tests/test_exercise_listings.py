@@ -1,4 +1,4 @@
-"""The words around the exercises agree with the map (``tools/exercises.py``) and with the grade cells: each
+"""The words around the exercises agree with the map (``layout/exercises.py``) and with the grade cells: each
 exercise's heading states the points its grade cell gives; the table in the ``intro`` of the solution and the
 exercise notebook lists the map's exercises in order, with their headings' titles, difficulties and points; the
 chapter's closing ``## Exercises`` section has one numbered item per exercise, in order, that names it.
@@ -16,10 +16,10 @@ import functools
 import nbformat
 import pytest
 
-from tools import exercises
+from layout import exercises
+from layout.nbmeta import nbgrader
+from layout.paths import NOTEBOOKS, assignments, notebook_path
 from tools.exercise_text import Listed, cell, chapter_list, heading, intro_table, words
-from tools.nbmeta import nbgrader
-from tools.paths import NOTEBOOKS, assignments, notebook_path
 
 ASSIGNMENTS = assignments()
 

@@ -1,4 +1,4 @@
-"""The map of exercises (``tools/exercises.py``) names every piece of every exercise, and every piece is named by it:
+"""The map of exercises (``layout/exercises.py``) names every piece of every exercise, and every piece is named by it:
 a row that names something missing fails here, and so does a check, mistake list, reference, hidden test, probe,
 ``FORBIDS`` entry or bank entry that no row names."""
 
@@ -11,13 +11,13 @@ import pkgutil
 import nbformat
 import pytest
 
+import checks
+from checks import references
 from grader import hidden
 from grader.kernel_side import probes
-from tools import exercises
-from tools.nbmeta import grade_id, is_graded, is_solution
-from tools.paths import assignments, notebook_path
-from transformer import checks
-from transformer.checks import references
+from layout import exercises
+from layout.nbmeta import grade_id, is_graded, is_solution
+from layout.paths import assignments, notebook_path
 
 import bank
 
@@ -54,7 +54,7 @@ def test_the_rows_are_the_notebooks_cells_in_order(assignment):
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_each_check_exists_in_its_assignments_module_with_its_mistakes(assignment):
-    module = importlib.import_module(f"transformer.checks.a{assignment[:2]}")
+    module = importlib.import_module(f"checks.a{assignment[:2]}")
     for e in exercises.of(assignment):
         assert getattr(module, e.check, None) is getattr(checks, e.check, False), f"{e.check} not in {module.__name__}"
         assert e.check in checks.__all__, e.check
@@ -74,9 +74,9 @@ def test_every_reference_is_named_by_a_row_and_used_by_its_check():
     named = {r for e in exercises.EXERCISES for r in e.references}
     assert named == public - machinery
     for e in exercises.EXERCISES:
-        source = inspect.getsource(importlib.import_module(f"transformer.checks.a{e.number}"))
+        source = inspect.getsource(importlib.import_module(f"checks.a{e.number}"))
         for r in e.references:
-            assert f"references.{r}(" in source, f"{e.check}: transformer.checks.a{e.number} never calls {r}"
+            assert f"references.{r}(" in source, f"{e.check}: checks.a{e.number} never calls {r}"
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)

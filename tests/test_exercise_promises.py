@@ -3,9 +3,9 @@ changed, the dtype and the shape of its result, a device) is held by its visible
 and breaking it costs the exercise's points.
 
 The promises are read from each exercise's text (its ``exN_text`` cell): the inputs it says are not changed and the
-dtype it gives the result must be those its row of the map lists (``keeps``, ``dtype_of`` in tools/exercises.py), both
+dtype it gives the result must be those its row of the map lists (``keeps``, ``dtype_of`` in layout/exercises.py), both
 ways. For each promise, the solution made to break that promise alone (``tests/bank/promises.py``) must fail the
-visible check with the promise's words (``transformer/checks/rule.py``) and lose the exercise's points in the hidden
+visible check with the promise's words (``checks/rule.py``) and lose the exercise's points in the hidden
 tests, with the same words.
 """
 
@@ -18,12 +18,12 @@ import re
 import nbformat
 import pytest
 
+import checks
+from checks.rule import dtype_words, kept_words
+from layout import exercises
+from layout.nbmeta import grade_id
+from layout.paths import assignments, notebook_path
 from test_hidden_tests import answers, namespace, verdict
-from tools import exercises
-from tools.nbmeta import grade_id
-from tools.paths import assignments, notebook_path
-from transformer import checks
-from transformer.checks.rule import dtype_words, kept_words
 
 from bank import promises
 

@@ -10,7 +10,7 @@ import re
 import nbformat
 import pytest
 
-from tools.paths import assignments, notebook_path
+from layout.paths import assignments, notebook_path
 
 RULE = re.compile(r"(?i)\b(do not|don't|never use|use only|must not|without using|not allowed|forbidden)\b")
 # Sentences that read as rules and are held, each with how:

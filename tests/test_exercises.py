@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tools.nbmeta import grade_id, is_graded, nbgrader
+from layout.nbmeta import grade_id, is_graded, nbgrader
 
 from conftest import ASSIGNMENTS, ROOT, notebook_path, venv_env
 

@@ -6,8 +6,8 @@ carry the hidden inputs out, a few bits per case. So the page must read the same
 here send replies that encode a number k (k NaNs, k wrong values, a wrong value at index k, an error of size k, k
 wrong counts) and require the very same feedback for every k.
 
-The visible check (:func:`transformer.checks.core.compare`) and the hidden judge (:func:`grader.hidden.judge.tensor`)
-both decide by :func:`transformer.checks.rule.judge_values`; the tests here give both every variant of a right answer
+The visible check (:func:`checks.core.compare`) and the hidden judge (:func:`grader.hidden.judge.tensor`)
+both decide by :func:`checks.rule.judge_values`; the tests here give both every variant of a right answer
 (another kind of number, another precision, an array or a list for a tensor) and a wrong one, the hidden judge after
 the kernel's plain-data round trip, and require the same verdict.
 """
@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 import torch
 
+from checks.answers import count_differences, plain_counts
+from checks.core import compare
+from checks.rule import ATOL, RTOL
 from grader import hidden, limits
 from grader.hidden import a01, a02, a04, judge
 from grader.kernel_side import plain
-from transformer.checks.answers import count_differences, plain_counts
-from transformer.checks.core import compare
-from transformer.checks.rule import ATOL, RTOL
 
 SEED = 20261125
 KS = [1, 2, 3, 7, 11]
@@ -243,7 +243,7 @@ def test_the_default_tolerance_is_stated_once():
 ])
 def test_the_counts_of_assignment_01_are_read_by_one_rule(got):
     """The visible check of count_pairs and the hidden test read a dict of counts alike (both call
-    :func:`~transformer.checks.answers.counts_form` and :func:`~transformer.checks.answers.count_differences`)."""
+    :func:`~checks.answers.counts_form` and :func:`~checks.answers.count_differences`)."""
     want = {("a", "b"): 2, ("b", "c"): 1}
     counts, problems = plain_counts("count_pairs", got)
     visible = not problems and count_differences(counts, want) == ([], [], [])

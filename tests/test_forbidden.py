@@ -18,7 +18,7 @@ import torch
 
 from grader import forbidden
 from grader.kernel_side.forbidden_calls import recording
-from tools.nbmeta import grade_id, is_graded
+from layout.nbmeta import grade_id, is_graded
 
 from conftest import ASSIGNMENTS, graded_class, make_submission, notebook_path, solution_sources
 
@@ -141,7 +141,7 @@ def test_the_solutions_use_nothing_forbidden(assignment):
     "attention = getattr(torch.nn.functional, 'scaled_dot_product_attention')\n",
     "attention = torch._C._nn.scaled_dot_product_attention\n",
     "from torch.nn.functional import *\nattention = scaled_dot_product_attention\n",
-    "from transformer.checks.a04 import scaled_dot_product_attention as attention\n",
+    "from checks.a04 import scaled_dot_product_attention as attention\n",
     "!echo hi\nfrom transformer import attention as m\nattention = m.scaled_dot_product_attention\n",
 ])
 def test_a_forbidden_use_is_named_with_its_exercise_and_function(source):

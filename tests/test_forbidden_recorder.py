@@ -25,7 +25,7 @@ from grader.kernel_side import forbidden_calls, plain, probes, runner
 from grader.kernel_side.forbidden_calls import recording, targets
 from grader.replies import read_reply
 from grader.verdicts import Verdict
-from tools.paths import kernel_read_roots
+from layout.paths import kernel_read_roots
 
 from bank import RIGHT_CASES
 from conftest import ASSIGNMENTS, graded_class, notebook_path, setup_source, solution_sources
@@ -221,7 +221,7 @@ def _answers(assignment: str):
     """The solution notebook, its answer cells in order, and answer cell -> the grade cell that judges it."""
     import nbformat
 
-    from tools.nbmeta import grade_id, is_graded, is_solution
+    from layout.nbmeta import grade_id, is_graded, is_solution
 
     nb = nbformat.read(notebook_path("solutions", assignment), as_version=4)
     order, judged, pending = [], {}, None

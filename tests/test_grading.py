@@ -164,7 +164,7 @@ def test_a_new_gradebook_is_stamped_with_nbgraders_own_alembic_head(tmp_path):
     ``alembic heads`` in a new one. Both must give the same revision."""
     from nbgrader.dbutil import _temp_alembic_ini
 
-    from tools.nbgrader_api import alembic_head
+    from layout.nbgrader_api import alembic_head
 
     with _temp_alembic_ini("sqlite://") as ini:
         heads = subprocess.run([str(Path(sys.executable).parent / "alembic"), "-c", ini, "heads"], check=True,

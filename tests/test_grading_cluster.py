@@ -14,7 +14,7 @@ import time
 import nbformat
 import pytest
 
-from tools import nbmeta
+from layout import nbmeta
 
 from conftest import ROOT, venv_env
 

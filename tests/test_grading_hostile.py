@@ -200,14 +200,15 @@ def marked_processes(marker: str) -> list[int]:
 def write_targets(out: Path) -> dict[str, Path]:
     """Where writer.py writes (host paths), by what it is."""
     repo = Path(GRADER["repo"])
-    return {"package": repo / "transformer", "venv": Path(sys.prefix), "repo": repo,
+    return {"package": repo / "transformer", "checks": repo / "checks", "venv": Path(sys.prefix), "repo": repo,
             "startup": Path(GRADER["home"]) / ".ipython" / "profile_default" / "startup", "output": out}
 
 
 def touched_files(out: Path) -> dict[str, Path]:
     """Existing files writer.py sets to time 0, by where they are."""
     repo = Path(GRADER["repo"])
-    return {"package": repo / "transformer" / "__init__.py", "venv": Path(sys.prefix) / "pyvenv.cfg",
+    return {"package": repo / "transformer" / "__init__.py", "checks": repo / "checks" / "__init__.py",
+            "venv": Path(sys.prefix) / "pyvenv.cfg",
             "repo": repo / "pyproject.toml", "gradebook": out / "_nbgrader" / "gradebook.db"}
 
 

@@ -13,7 +13,7 @@ import random
 import pytest
 import torch
 
-from tools.paths import PACKAGE
+from layout.paths import PACKAGE
 from transformer import RotaryEmbedding
 from transformer.hf import bert_config, from_hf, gpt2_config
 

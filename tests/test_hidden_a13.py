@@ -9,9 +9,9 @@ import math
 import pytest
 import torch
 
+from checks import scores_by_hand
 from grader.hidden import a13 as hidden
 from test_hidden_tests import verdict
-from transformer.checks import scores_by_hand
 
 from bank import EXPECTED
 

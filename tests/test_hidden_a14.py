@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from checks import cache_by_hand
 from grader.hidden import a14 as hidden
 from hf_float64 import KeepFloat64
-from transformer.checks import cache_by_hand
 
 from bank import EXPECTED
 

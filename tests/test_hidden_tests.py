@@ -21,8 +21,8 @@ from grader import hidden, limits
 from grader.kernel_side import plain, probes
 from grader.replies import read_reply
 from grader.verdicts import judge_cell, problem_of
-from tools import exercises
-from tools.nbmeta import grade_id, is_graded, is_solution
+from layout import exercises
+from layout.nbmeta import grade_id, is_graded, is_solution
 
 from bank import CHECKS, RIGHT_CASES, WRONG, promises
 from conftest import notebook_path, setup_source

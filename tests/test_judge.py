@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import torch
 
+from checks.answers import as_ints
 from grader.hidden.judge import shape, tensor, whole_numbers
-from transformer.checks.answers import as_ints
 
 WANT = (2, 2, 6, 4)
 

@@ -17,7 +17,7 @@ import pytest
 
 from grader import limits, run, sandbox
 from grader.kernel_side import plain
-from tools.paths import ROOT
+from layout.paths import ROOT
 
 GUIDE = ROOT / "book" / "instructors.md"
 KIB, MIB, GIB = limits.KIB, limits.MIB, limits.GIB

@@ -8,8 +8,8 @@ import math
 import nbformat
 import torch
 
-from tools import nbmeta
-from tools.paths import ROOT
+from layout import nbmeta
+from layout.paths import ROOT
 
 
 def _hint() -> str:

@@ -1,12 +1,12 @@
-"""tools/nbmeta.py reads nbgrader's cell metadata; tools/paths.py finds the repository's notebooks."""
+"""layout/nbmeta.py reads nbgrader's cell metadata; layout/paths.py finds the repository's notebooks."""
 
 from __future__ import annotations
 
 import nbformat
 import pytest
 
-from tools import nbmeta
-from tools.paths import ROOT, assignments, notebook_path
+from layout import nbmeta
+from layout.paths import ROOT, assignments, notebook_path
 
 
 def cell(source: str, **meta) -> nbformat.NotebookNode:

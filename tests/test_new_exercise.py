@@ -13,17 +13,18 @@ import sys
 import nbformat
 import pytest
 
+from layout import exercises
+from layout.paths import CHECKS, NOTEBOOKS, ROOT, assignments, notebook_path
 from tools import exercise_stubs as stubs
-from tools import exercises, new_exercise, notebook_edit, source_edit
+from tools import new_exercise, notebook_edit, source_edit
 from tools.exercise_stubs import Plan
 from tools.exercise_text import Listed, chapter_list, heading, intro_table
-from tools.paths import NOTEBOOKS, ROOT, assignments, notebook_path
 
 from conftest import venv_env
 
 LAST = assignments()[-1]
-COPIED = ("tools", "transformer", "grader", "tests", "solutions", "notebooks", "exercises", "conftest.py",
-          "pyproject.toml", "nbgrader_config.py")
+COPIED = ("tools", "layout", "transformer", "checks", "grader", "tests", "solutions", "notebooks", "exercises",
+          "conftest.py", "pyproject.toml", "nbgrader_config.py")
 
 
 @pytest.mark.parametrize("argv,named,given", [
@@ -54,9 +55,9 @@ def test_the_source_writers_add_each_name_where_it_is_read(assignment):
     """On every assignment's sources, as strings: the results parse, keep to 120 characters, and name the piece."""
     n = assignment[:2]
     sources = {change: path.read_text() for change, path in [
-        (source_edit.add_row, ROOT / "tools" / "exercises.py"),
-        (source_edit.add_check, ROOT / "transformer" / "checks" / f"a{n}.py"),
-        (source_edit.add_home, ROOT / "transformer" / "checks" / "__init__.py"),
+        (source_edit.add_row, ROOT / "layout" / "exercises.py"),
+        (source_edit.add_check, CHECKS / f"a{n}.py"),
+        (source_edit.add_home, CHECKS / "__init__.py"),
         (source_edit.add_hidden, ROOT / "grader" / "hidden" / f"a{n}.py"),
         (source_edit.add_bank, ROOT / "tests" / "bank" / f"a{n}.py")]}
     for p in plans(assignment):
@@ -135,7 +136,7 @@ def fill(copy, p: Plan) -> None:
     for c in nb.cells:
         c.source = written.get(c.metadata.get("nbgrader", {}).get("grade_id"), c.source)
     nbformat.write(nb, copy / path)
-    checks = copy / "transformer" / "checks" / f"a{p.number}.py"
+    checks = copy / "checks" / f"a{p.number}.py"
     source = source_edit.add_import(checks.read_text(), "core", ["compare", "report", "values_of"], level=1)
     checks.write_text(source.replace(stubs.check(p), f'''{p.mistakes} = [
     Mistake("six sixes", "this is 6 times 6", torch.tensor(36.0, dtype=torch.float64)),
@@ -171,12 +172,13 @@ def test_a_new_exercise_fails_its_tests_with_todos_until_its_three_pieces_are_wr
     made = run(copy, "-m", "tools.new_exercise", f"a{p.number}", p.name, "--points", "1", "--by-hand",
                "--title", p.title)
     assert made.returncode == 0, made.stderr
-    for path in ("tools/exercises.py", f"solutions/{LAST}/{LAST}.ipynb", f"notebooks/{LAST}.ipynb",
-                 f"transformer/checks/a{p.number}.py", "transformer/checks/__init__.py",
+    for path in ("layout/exercises.py", f"solutions/{LAST}/{LAST}.ipynb", f"notebooks/{LAST}.ipynb",
+                 f"checks/a{p.number}.py", "checks/__init__.py",
                  f"grader/hidden/a{p.number}.py", f"tests/bank/a{p.number}.py", f"exercises/{LAST}/{LAST}.ipynb"):
         assert f"wrote {path}" in made.stdout and (copy / path).read_bytes() != (ROOT / path).read_bytes(), path
     assert p.answer in (copy / "exercises" / LAST / f"{LAST}.ipynb").read_text()
-    assert run(copy, "-m", "ruff", "check", "tools", "transformer", "grader", "tests").returncode == 0
+    linted = ("tools", "layout", "transformer", "checks", "grader", "tests")
+    assert run(copy, "-m", "ruff", "check", *linted).returncode == 0
 
     before = targeted(copy, p)
     assert before.returncode == 1, before.stdout[-3000:]

@@ -30,7 +30,10 @@ facts = {"uid": os.getuid(), "pids": sorted(int(p) for p in os.listdir("/proc") 
          "home": sorted(os.listdir(os.path.expanduser("~"))),
          "secret": os.environ.get("GRADER_SECRET"), "hostname": os.uname().nodename,
          "debugger": sorted(m for m in sys.modules if m.startswith(("debugpy.", "_pydevd")))[:3]}
-for path in (REPO + "/transformer/x.py", os.path.dirname(os.__file__) + "/x.py", "/usr/x", REPO + "/x"):
+import checks
+facts["checks"] = checks.__file__
+for path in (REPO + "/transformer/x.py", REPO + "/checks/x.py", os.path.dirname(os.__file__) + "/x.py", "/usr/x",
+             REPO + "/x"):
     try:
         open(path, "w").close()
         facts.setdefault("wrote", []).append(path)
@@ -80,9 +83,9 @@ def facts():
     return {**json.loads(text), "reached": reached}
 
 
-def test_the_repository_shows_only_the_package_and_the_kernel_side_code(facts):
+def test_the_repository_shows_only_the_package_the_checks_and_the_kernel_side_code(facts):
     visible = [name for name in facts["repo"] if name != ".venv"]  # the environment, when it lives in the repo
-    assert visible == ["grader", "transformer"], facts["repo"]
+    assert visible == ["checks", "grader", "transformer"], facts["repo"]
     assert facts["grader"] == ["kernel_side"], facts["grader"]  # not the hidden tests, not the grader's own code
 
 
@@ -91,9 +94,14 @@ def test_the_kernel_starts_without_a_debugger(facts):
     assert facts["debugger"] == []
 
 
+def test_the_kernel_imports_the_checks_from_the_repository(facts):
+    assert facts["checks"] == str(ROOT / "checks" / "__init__.py")
+
+
 def test_nothing_outside_its_folders_can_be_written(facts):
     assert "wrote" not in facts, facts.get("wrote")
-    assert not (ROOT / "transformer" / "x.py").exists() and not (ROOT / "x").exists()
+    assert not (ROOT / "transformer" / "x.py").exists() and not (ROOT / "checks" / "x.py").exists()
+    assert not (ROOT / "x").exists()
 
 
 def test_no_network_not_even_the_hosts_loopback(facts):

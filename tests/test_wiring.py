@@ -1,23 +1,26 @@
-"""How the code hangs together: the package's imports form no cycle, and nothing puts paths on sys.path by hand
-(the package is installed; tools and benchmarks run as ``python -m tools.x`` and ``python -m benchmarks.bench``)."""
+"""How the code hangs together: the package's imports form no cycle, the package never imports the exercises'
+checks (``checks/``, which import it), nothing the grader runs imports the authors' tools (``tools/``: what both use
+lives in ``layout/``, which imports neither), and nothing puts paths on sys.path by hand (the package, the checks,
+the layout and the grader are installed; tools and benchmarks run as ``python -m tools.x`` and
+``python -m benchmarks.bench``)."""
 
 from __future__ import annotations
 
 import ast
 import re
 
+from layout.paths import CHECKS, PACKAGE, ROOT
 from tools.imports import import_graph, layers, module_name
-from tools.paths import PACKAGE, ROOT
 
-CODE = ("transformer", "grader", "tools", "benchmarks")
+CODE = ("transformer", "checks", "layout", "grader", "tools", "benchmarks")
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 50
-# A hidden-test module holds all of one assignment's tests, as the map of exercises (tools/exercises.py) says: an
+# A hidden-test module holds all of one assignment's tests, as the map of exercises (layout/exercises.py) says: an
 # assignment is not split over modules to meet the cap (assignment 09's four exercises take about 400 lines).
 MAX_ASSIGNMENT_LINES, ASSIGNMENT_MODULE = 420, re.compile(r"grader/hidden/a[0-9]{2}\.py")
 
 
 def test_the_package_imports_form_no_cycle():
-    graph = import_graph(PACKAGE)
+    graph = import_graph(PACKAGE, CHECKS)
     assert graph["transformer.viz.training"] >= {"transformer.train"}  # the graph is read right ...
     assert "transformer.viz.training" not in graph["transformer.train"]  # ... and training calls back instead
 
@@ -39,9 +42,69 @@ def test_the_package_imports_form_no_cycle():
         visit(name)
 
 
+def imported_packages(source: str, package: tuple[str, ...]) -> set[str]:
+    """The top-level packages that ``source``, a module of ``package`` (``("grader", "hidden")``), imports: at its
+    top or inside functions, relative imports resolved, and names given to ``importlib.import_module`` or
+    ``__import__`` as a string."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {a.name.split(".")[0] for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else ()
+            found.add((*base, *(node.module or "").split("."))[0])
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant):
+            name, called = node.args[0].value, getattr(node.func, "attr", getattr(node.func, "id", ""))
+            if called in ("import_module", "__import__") and isinstance(name, str) and not name.startswith("."):
+                found.add(name.split(".")[0])
+    return found - {""}
+
+
+def imports_in(folder: str) -> dict[str, set[str]]:
+    """``{module's path: the top-level packages it imports}`` for every module in ``ROOT / folder``."""
+    found = {}
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        relative = path.relative_to(ROOT)
+        found[relative.as_posix()] = imported_packages(path.read_text(encoding="utf-8"), relative.parts[:-1])
+    return found
+
+
+def test_imported_packages_are_found():
+    assert imported_packages("def f():\n    from checks import a04\n", ("transformer",)) == {"checks"}
+    assert imported_packages("from . import a04\nfrom ..mistakes import a04\n", ("checks", "mistakes")) == {"checks"}
+    assert imported_packages("import importlib\nimportlib.import_module('checks.a04')\n", ("transformer",)) == {
+        "importlib", "checks"}
+
+
+def test_the_package_never_imports_the_checks():
+    """The exercises' checks import the package, which they compare with; the package the chapters teach never
+    imports the checks (no lazy ``T.checks`` either)."""
+    assert any("transformer" in found for found in imports_in("checks").values())  # read right
+    offenders = sorted(path for path, found in imports_in("transformer").items() if "checks" in found)
+    assert not offenders, f"these modules of the package import the checks: {offenders}"
+    graph = import_graph(PACKAGE, CHECKS)
+    assert not {d for m, deps in graph.items() if m.startswith("transformer") for d in deps if d.startswith("checks")}
+
+
+# The packages each top-level folder never imports. The grader, and what a graded kernel or the grader imports
+# (the checks, the package), stand without the authors' tools; the course's layout, which the grader and the tools
+# both read, imports neither of them, nor the package or the checks (the map names the checks and the hidden tests,
+# and imports neither side of the trust boundary).
+NEVER_IMPORTS = {"grader": {"tools"}, "checks": {"tools"}, "transformer": {"tools", "checks"},
+                 "layout": {"tools", "grader", "checks", "transformer"}}
+
+
+def test_the_grader_and_what_it_reads_never_import_the_authors_tools():
+    assert any("layout" in found for found in imports_in("grader").values())  # read right: the grader reads it
+    assert any("layout" in found for found in imports_in("tools").values())  # and so do the tools
+    offenders = {path: sorted(found & banned) for folder, banned in NEVER_IMPORTS.items()
+                 for path, found in imports_in(folder).items() if found & banned}
+    assert not offenders, offenders
+
+
 def test_nothing_puts_paths_on_sys_path():
     offenders = []
-    for folder in ("transformer", "tests", "benchmarks", "tools", "grader"):
+    for folder in ("transformer", "checks", "layout", "tests", "benchmarks", "tools", "grader"):
         for path in (ROOT / folder).rglob("*.py"):
             relative = path.relative_to(ROOT).as_posix()
             if relative.startswith("tests/hostile/"):
@@ -53,7 +116,7 @@ def test_nothing_puts_paths_on_sys_path():
 
 
 def test_the_architecture_page_draws_the_layers_of_the_lectures():
-    rows, edges = layers(import_graph(PACKAGE))
+    rows, edges = layers(import_graph(PACKAGE, CHECKS))
     row = {m: i for i, r in enumerate(rows) for m in r}
     assert {"tokenization", "embedding", "positional", "feedforward", "masks"} <= set(rows[0])
     assert row["masks"] < row["attention"] < row["multihead"] < row["blocks"] < row["model"]
@@ -102,9 +165,7 @@ def test_argument_checks_sit_below_the_code_they_guard():
     """A module of the package opens on its ideas; its own checks come at its end (CONTRIBUTING.md)."""
     assert checks_above_their_callers("def _check_x(x): ...\n\ndef f(x):\n    _check_x(x)\n")  # it can fail
     offenders = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
-        if path.parent.name in ("checks", "mistakes"):
-            continue  # the exercises' checks: there a _check_* is a part of a check, not an argument check
+    for path in sorted(PACKAGE.rglob("*.py")):  # not checks/: there a _check_* is a part of a check
         if found := checks_above_their_callers(path.read_text(encoding="utf-8")):
             offenders[str(path.relative_to(ROOT))] = found
     assert not offenders, offenders
@@ -210,7 +271,8 @@ def test_rebound_aliases_are_found():
 
 
 def test_no_import_alias_is_also_a_variable():
-    """In the package, the grader, the tools, the tests and every notebook (chapters and solutions)."""
+    """In the package, the checks, the layout, the grader, the tools, the tests and every notebook (chapters and
+    solutions)."""
     import nbformat
     from IPython.core.inputtransformer2 import TransformerManager
 

@@ -64,7 +64,7 @@ class Plan:
 
 
 def row(p: Plan) -> str:
-    """The map's row (``tools/exercises.py``)."""
+    """The map's row (``layout/exercises.py``)."""
     probe = "VALUE" if p.by_hand else "CALL"
     return f'    E("{p.number}", "{p.answer}", "{p.graded}", "{p.name}", "{p.check}", {probe}),\n'
 
@@ -109,8 +109,8 @@ def list_item(p: Plan) -> str:
 
 
 def check(p: Plan) -> str:
-    """The visible check and its named mistake, before ``MISTAKES`` in ``transformer/checks/aNN.py``."""
-    todo = f"TODO: write the check for {p.where} in transformer/checks/a{p.number}.py"
+    """The visible check and its named mistake, before ``MISTAKES`` in ``checks/aNN.py``."""
+    todo = f"TODO: write the check for {p.where} in checks/a{p.number}.py"
     wrong = "a wrong value" if p.by_hand else "a wrong function"
     return f'''# ----------------------------------------------------------------------------- exercise {p.n}
 

@@ -1,7 +1,7 @@
 """What an assignment's prose says about its exercises, read in one place: the heading of each exercise, the table
 of the solution notebook's ``intro`` cell, and the numbered list of the chapter's closing ``## Exercises`` section.
 
-The map of exercises (``tools/exercises.py``) names the cells; these are the words around them. The tests hold the
+The map of exercises (``layout/exercises.py``) names the cells; these are the words around them. The tests hold the
 three to the map and to the grade cells' points (``tests/test_exercise_listings.py``); ``tools/new_exercise.py``
 writes a new line into each.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tools.nbmeta import grade_id
+from layout.nbmeta import grade_id
 
 HEADING = re.compile(r"^## Exercise (\d+): (.+) \(([★☆]+), (\d+(?:\.\d+)?) points?\)\s*$", re.M)
 TABLE_ROW = re.compile(r"^\| (\d+) \| (.+) \| ([★☆]+) \| (\d+(?:\.\d+)?) \|\s*$", re.M)

@@ -3,7 +3,7 @@
     python -m tools.generate_exercises [ASSIGNMENT ...] [--release-dir DIR]
 
 Has nbgrader generate each named assignment (default: every folder in solutions/) with a
-throwaway gradebook, in this process (``tools.nbgrader_api.make_api``). The output is byte-identical
+throwaway gradebook, in this process (``layout.nbgrader_api.make_api``). The output is byte-identical
 from run to run, so ``git diff --exit-code exercises/`` proves that the committed exercises are in
 sync with their sources.
 """
@@ -15,9 +15,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tools.nbgrader_api import make_api
-from tools.paths import EXERCISES
-from tools.paths import assignments as all_assignments
+from layout.nbgrader_api import make_api
+from layout.paths import EXERCISES
+from layout.paths import assignments as all_assignments
 
 
 def generate(assignments: list[str] | None = None, release_dir: Path | None = None) -> list[str]:

@@ -1,9 +1,10 @@
 """The package's import graph, read with ``ast``, and its layers: one module for the architecture page
 (``book/_ext/architecture.py``) and the cycle test (``tests/test_wiring.py``).
 
-Each module of ``transformer`` (without ``viz`` and ``checks``) sits one layer above the highest
-module it imports, so every import goes downwards; ``viz`` and ``checks`` sit on top. ``_validate``,
-which nearly every module imports for its argument checks, is left out of the layers.
+Each module of ``transformer`` (without ``viz``) sits one layer above the highest module it imports, so
+every import goes downwards; ``viz`` and the exercises' checks (the package ``checks`` beside it, which
+imports it and which it never imports) sit on top. ``_validate``, which nearly every module imports for
+its argument checks, is left out of the layers.
 """
 
 from __future__ import annotations
@@ -37,16 +38,18 @@ def imports_of(path: Path, root: Path, modules: set[str]) -> set[str]:
     return {m for m in found if m in modules and m != name}
 
 
-def import_graph(package: Path) -> dict[str, set[str]]:
-    """``{module: the package's modules it imports}`` for every module of the package in folder ``package``."""
-    root = package.parent
-    paths = {module_name(p, root): p for p in package.rglob("*.py")}
+def import_graph(*packages: Path) -> dict[str, set[str]]:
+    """``{module: the modules of ``packages`` it imports}`` for every module of the packages in the folders
+    ``packages`` (side by side in one folder: ``transformer`` and ``checks``)."""
+    root = packages[0].parent
+    paths = {module_name(p, root): p for package in packages for p in package.rglob("*.py")}
     return {name: imports_of(path, root, set(paths)) for name, path in paths.items()}
 
 
 def layers(graph: dict[str, set[str]], package: str = "transformer") -> tuple[list[list[str]], dict[str, set[str]]]:
     """The core modules in rows, bottom first, each one row above the highest module it imports;
-    and what ``viz`` and ``checks`` import from the core, by the short names of both."""
+    and what ``viz`` and ``checks`` import from the core, by the short names of both (``checks``, a package of
+    its own, is in ``graph`` when it was read with the package: ``import_graph(package, checks)``)."""
     short = {m: m.removeprefix(package + ".") for m in graph}
 
     def group(m: str) -> str | None:

@@ -5,9 +5,9 @@
 
 ``ASSIGNMENT`` is ``a13``, ``13`` or ``13_looking_inside``; ``NAME`` is what the answer cell defines (a function, a
 class, or with ``--by-hand`` a value worked by hand). The exercise comes last in its assignment. Written: the map's
-row (``tools/exercises.py``); the solution notebook's four cells, the setup's import and the intro's table; the
-chapter's list of exercises; the check, its mistake, ``__all__`` and ``MISTAKES`` (``transformer/checks/aNN.py``)
-and ``HOMES`` (``transformer/checks/__init__.py``); the hidden test (``grader/hidden/aNN.py``, in ``FIXED`` when by
+row (``layout/exercises.py``); the solution notebook's four cells, the setup's import and the intro's table; the
+chapter's list of exercises; the check, its mistake, ``__all__`` and ``MISTAKES`` (``checks/aNN.py``)
+and ``HOMES`` (``checks/__init__.py``); the hidden test (``grader/hidden/aNN.py``, in ``FIXED`` when by
 hand); the bank's first wrong answer (``tests/bank/aNN.py``); then the exercise notebook, regenerated.
 
 Left to the author, each failing with a TODO that names it: the text, answer and hints (the solution notebook), the
@@ -22,9 +22,10 @@ import keyword
 import sys
 from pathlib import Path
 
-from tools import exercises, notebook_edit, source_edit
+from layout import exercises
+from layout.paths import CHECKS, NOTEBOOKS, ROOT, assignments, notebook_path
+from tools import notebook_edit, source_edit
 from tools.exercise_stubs import Plan
-from tools.paths import NOTEBOOKS, ROOT, assignments, notebook_path
 
 
 class Refused(ValueError):
@@ -47,8 +48,8 @@ def assignment_of(given: str) -> str:
 
 
 def checks_in_use() -> set[str]:
-    """Every name ``transformer.checks`` exports, read from ``HOMES`` without importing the package."""
-    source = (ROOT / "transformer" / "checks" / "__init__.py").read_text()
+    """Every name ``checks`` exports, read from ``HOMES`` without importing the package."""
+    source = (CHECKS / "__init__.py").read_text()
     homes = source_edit.top_level(ast.parse(source), "HOMES").value
     return {name for names in homes.values for name in ast.literal_eval(names)}
 
@@ -81,11 +82,11 @@ def plan(args: argparse.Namespace) -> Plan:
 def write(p: Plan) -> list[Path]:
     """Every piece of the exercise, in the order the map names them; the files written."""
     n = p.number
-    done = [source_edit.edit(ROOT / "tools" / "exercises.py", source_edit.add_row, p),
+    done = [source_edit.edit(ROOT / "layout" / "exercises.py", source_edit.add_row, p),
             notebook_edit.add_to_solution(notebook_path("solutions", p.assignment), p),
             notebook_edit.add_to_chapter(NOTEBOOKS / f"{p.assignment}.ipynb", p),
-            source_edit.edit(ROOT / "transformer" / "checks" / f"a{n}.py", source_edit.add_check, p),
-            source_edit.edit(ROOT / "transformer" / "checks" / "__init__.py", source_edit.add_home, p),
+            source_edit.edit(CHECKS / f"a{n}.py", source_edit.add_check, p),
+            source_edit.edit(CHECKS / "__init__.py", source_edit.add_home, p),
             source_edit.edit(ROOT / "grader" / "hidden" / f"a{n}.py", source_edit.add_hidden, p),
             source_edit.edit(ROOT / "tests" / "bank" / f"a{n}.py", source_edit.add_bank, p)]
     from tools.generate_exercises import generate  # nbgrader: imported only once the arguments are good
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in write(p):
         print(f"wrote {path.relative_to(ROOT)}")
     print(f"Now write the TODOs: the text, answer and hints of {p.graded} in solutions/{p.assignment}/; "
-          f"{p.check} and its mistake in transformer/checks/a{p.number}.py; {p.graded} in "
+          f"{p.check} and its mistake in checks/a{p.number}.py; {p.graded} in "
           f"grader/hidden/a{p.number}.py. CONTRIBUTING.md says what to run then.")
     return 0
 

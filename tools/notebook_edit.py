@@ -9,14 +9,14 @@ from pathlib import Path
 
 import nbformat
 
+from layout.nbmeta import grade_id
 from tools import exercise_stubs as stubs
 from tools.exercise_stubs import Plan
 from tools.exercise_text import EXERCISES_SECTION, LIST_ITEM, TABLE_ROW, cell
-from tools.nbmeta import grade_id
 from tools.source_edit import WIDTH
 
-IMPORT = re.compile(r"from transformer\.checks import (\([^)]*\)|[^\n]*)")
-HEAD = "from transformer.checks import "
+IMPORT = re.compile(r"(?m)^from checks import (\([^)]*\)|[^\n]*)")
+HEAD = "from checks import "
 
 
 def _meta(gid: str, solution: bool = False, points: int | None = None) -> dict:

@@ -73,7 +73,7 @@ def homes_entry(module: str, names: list[str]) -> str:
 
 
 def add_home(source: str, p: Plan) -> str:
-    """``transformer/checks/__init__.py`` with the check in its module's ``HOMES`` entry (which ``__all__`` and
+    """``checks/__init__.py`` with the check in its module's ``HOMES`` entry (which ``__all__`` and
     ``MISTAKES`` are made from)."""
     homes = top_level(ast.parse(source), "HOMES").value
     module = f"a{p.number}"

@@ -28,7 +28,7 @@ import time
 
 import torch
 
-from tools.env import one_thread
+from layout.env import one_thread
 from transformer.config import TransformerConfig
 from transformer.data import maskable
 from transformer.model import EncoderOnly

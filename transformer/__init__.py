@@ -30,7 +30,7 @@ chapter            module
 
 Looking inside a model: :mod:`transformer.hooks` (forward hooks). The tiny model
 trained once for the chapters: :mod:`transformer.pretrained`. Pictures and explorers:
-:mod:`transformer.viz`; the exercises' checks: :mod:`transformer.checks`.
+:mod:`transformer.viz`.
 """
 
 from .attention import scaled_dot_product_attention
@@ -86,8 +86,8 @@ __version__ = "0.1.0"
 
 
 def __getattr__(name: str):
-    """``T.viz`` and ``T.checks``, imported when first used: a graded kernel that draws nothing skips them."""
-    if name in ("viz", "checks"):
+    """``T.viz``, imported when first used: a graded kernel that draws nothing skips it."""
+    if name == "viz":
         import importlib
 
         return importlib.import_module(f".{name}", __name__)

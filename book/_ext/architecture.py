@@ -1,12 +1,11 @@
 """A Sphinx directive, ``{package-architecture}``, that draws the package's layers from its imports.
 
-The modules of ``transformer`` (without ``viz`` and ``checks``) are read with
-``ast`` (``tools/imports.py``); each is placed one row above the highest module it imports (a module
-that imports none of the others sits in the bottom row), so every import line
-goes downwards. ``viz`` and ``checks`` are drawn as two boxes on top, joined to
-the modules they import. ``_validate``, which nearly every module imports for
-its argument checks, is left out of the picture and named below it. The same
-graph is what ``tests/test_wiring.py`` checks for cycles.
+The modules of ``transformer`` (without ``viz``) are read with ``ast`` (``tools/imports.py``); each is
+placed one row above the highest module it imports (a module that imports none of the others sits in the
+bottom row), so every import line goes downwards. ``viz`` and the exercises' checks (``checks``, a
+package of its own beside ``transformer``) are drawn as two boxes on top, joined to the modules they
+import. ``_validate``, which nearly every module imports for its argument checks, is left out of the
+picture and named below it. The same graph is what ``tests/test_wiring.py`` checks for cycles.
 """
 
 from __future__ import annotations
@@ -51,7 +50,8 @@ def svg(rows: list[list[str]], edges: dict[str, set[str]]) -> str:
              f"{'#fbe3c8' if m in ON_TOP else '#dbe8f6'}' stroke='#41556b'/>"
              f"<text x='{x + BOX_W / 2:.0f}' y='{y + BOX_H / 2 + 4}' text-anchor='middle' font-size='12' "
              f"font-family='sans-serif' fill='#1b2733'>{html.escape(m)}</text>" for m, (x, y) in at.items()]
-    label = ("The transformer package in layers, bottom to top: " + "; ".join(", ".join(r) for r in drawn)
+    label = ("The transformer package in layers, bottom to top, with the exercises' checks on top: "
+             + "; ".join(", ".join(r) for r in drawn)
              + ". Lines join each module to the modules it imports directly; the table below lists every import.")
     return (f"<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 {width:.0f} {height}' width='{width:.0f}' "
             f"style='max-width:100%;height:auto' role='img' aria-label='{html.escape(label, quote=True)}'>"
@@ -68,9 +68,9 @@ def table(rows: list[list[str]], edges: dict[str, set[str]]) -> str:
 
 class PackageArchitecture(SphinxDirective):
     def run(self):
-        package = Path(self.env.srcdir) / "transformer"
-        rows, edges = layers(import_graph(package))
-        for path in package.rglob("*.py"):
+        package, checks = Path(self.env.srcdir) / "transformer", Path(self.env.srcdir) / "checks"
+        rows, edges = layers(import_graph(package, checks))
+        for path in [*package.rglob("*.py"), *checks.rglob("*.py")]:
             self.env.note_dependency(str(path))
         return [nodes.raw("", svg(rows, edges) + table(rows, edges), format="html")]
 

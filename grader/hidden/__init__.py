@@ -2,7 +2,7 @@
 not shown to the student; ``DecoderOnly.hidden`` in the package is a model's last hidden states, another thing.)
 
 A hidden test never runs its verdict inside the student's kernel. Each grade cell of an assignment
-(a row of the map of exercises, ``tools/exercises.py``) has a function in its module, named after the cell's
+(a row of the map of exercises, ``layout/exercises.py``) has a function in its module, named after the cell's
 ``grade_id``, that takes the run's secret
 ``seed`` and yields :class:`Case` s:
 
@@ -36,7 +36,7 @@ from typing import Callable, Iterator
 
 import torch
 
-from tools import exercises
+from layout import exercises
 
 
 @dataclass
@@ -112,7 +112,7 @@ def module_for(assignment: str):
 
 def cases(assignment: str, seed: int) -> dict[str, list[Case]]:
     """grade_id -> the cases of that grade cell, in order, for the run's ``seed`` (the grade cells as the map of
-    exercises lists them, ``tools/exercises.py``)."""
+    exercises lists them, ``layout/exercises.py``)."""
     mod = module_for(assignment)
     return {gid: list(getattr(mod, gid)(seed)) for gid in exercises.graded(assignment)}
 

@@ -14,9 +14,9 @@ import json
 import torch
 from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
+from checks.answers import count_differences, counts_form
 from grader.hidden import Case, Forbid, Request, calls, generator, reads, rng
 from grader.hidden.judge import as_int, called_again, describe, each_call, entry, fields, kept_inputs
-from transformer.checks.answers import count_differences, counts_form
 
 ASSIGNMENT = "01_tokenization"
 FIXED = {"ex1_tokens_by_hand"}  # ids and text worked by hand on the exercise's vocabulary
@@ -75,7 +75,7 @@ def ex1_tokens_by_hand(seed: int):
 
 def _tuple_keys(got, what: str, size: int | None = None) -> str | None:
     """``got`` must be a dict whose keys are tuples of str (of ``size`` symbols if given) and whose values are counts:
-    the visible check's reading (:func:`~transformer.checks.answers.counts_form`), in fixed words."""
+    the visible check's reading (:func:`~checks.answers.counts_form`), in fixed words."""
     found = counts_form(got, size)
     if found is None:
         return None
@@ -91,7 +91,7 @@ def _tuple_keys(got, what: str, size: int | None = None) -> str | None:
 
 def _same_counts(got: dict, want: dict, item: str) -> str | None:
     """How ``got`` differs from ``want`` (the counts of ``item`` s, by
-    :func:`~transformer.checks.answers.count_differences`), in fixed words: which kinds of difference, never how many
+    :func:`~checks.answers.count_differences`), in fixed words: which kinds of difference, never how many
     (the reply chooses that)."""
     wrong, extra, missing = count_differences(got, want)
     problems = []

@@ -1,5 +1,5 @@
 """Hidden tests of assignment 11, GPT, BERT and ViT (references: the package's sampling filters, PyTorch's
-F.unfold, the masks of chapter 7, and the masking rule measured by transformer.checks.a11.masking_problems).
+F.unfold, the masks of chapter 7, and the masking rule measured by checks.a11.masking_problems).
 
 Every input comes from the run's seed. Masking is judged on the tokens and labels the grader reads, of a first call
 and of a second call on the very same ids tensor (a function that changed its ids answers it wrongly), and the ids
@@ -14,9 +14,9 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from checks.a11 import family_mask, masking_inputs, masking_problems
 from grader.hidden import Case, Forbid, Request, calls, generator, rng
 from grader.hidden.judge import describe, fields, returns, tensor, unchanged
-from transformer.checks.a11 import family_mask, masking_inputs, masking_problems
 from transformer.sampling import sampling_distribution, top_k_filter
 
 ASSIGNMENT = "11_gpt_bert_vit"

@@ -4,8 +4,8 @@ A message names the kind of problem in fixed words, in the visible checks' order
 wrong shape (the expected one, with its named dimensions), the dtype, "values are NaN or infinite",
 "values are wrong" (with the tolerance), a changed input. What the exercise's text promises (the inputs are not
 changed, the result has the dtype of an input) is said in the visible checks' own words
-(:func:`~transformer.checks.rule.kept_words`, :func:`~transformer.checks.rule.dtype_words`) and costs the points.
-A value is compared by the visible checks' own rule, :func:`transformer.checks.rule.judge_values`, so that an
+(:func:`~checks.rule.kept_words`, :func:`~checks.rule.dtype_words`) and costs the points.
+A value is compared by the visible checks' own rule, :func:`checks.rule.judge_values`, so that an
 answer the public checks pass is never refused here for something that is not an error.
 
 The words never show the expected values, and never carry anything a reply can choose beyond which
@@ -29,9 +29,9 @@ import torch
 
 # the visible checks' reading of a number (as_int is for the hidden tests) and of a shape written by hand, their way
 # of writing a shape, (batch=2, seq=3), and their rule for comparing values
-from transformer.checks.answers import as_ints
-from transformer.checks.core import as_int, as_number, named_shape  # noqa: F401
-from transformer.checks.rule import ATOL, RTOL, changed, dtype_words, judge_values, kept_words, number_kind
+from checks.answers import as_ints
+from checks.core import as_int, as_number, named_shape  # noqa: F401
+from checks.rule import ATOL, RTOL, changed, dtype_words, judge_values, kept_words, number_kind
 
 
 class Malformed(ValueError):
@@ -67,7 +67,7 @@ def describe(x) -> str:
 
 def whole_numbers(value) -> list[int] | None:
     """A list of ints from a list or tuple of whole numbers of any kind (the visible checks' reading,
-    :func:`~transformer.checks.answers.as_ints`), or from a 1-D tensor or array of them (an array comes back
+    :func:`~checks.answers.as_ints`), or from a 1-D tensor or array of them (an array comes back
     from the kernel as one); None for anything else."""
     if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 1:
         value = value.tolist()  # Python numbers: a 0-d tensor per item would cost hundreds of bytes each
@@ -89,10 +89,10 @@ def shape(got, want: tuple[int, ...]) -> str | None:
 def tensor(got, want: torch.Tensor, atol: float = ATOL, rtol: float = RTOL, dims=None, dtype: str = "kind",
            exact: bool = False, promised: str | None = None) -> str | None:
     """``got`` must be a tensor (or an array or list of numbers, as for the visible checks) of ``want``'s shape,
-    close to it (or equal if ``exact``), by :func:`~transformer.checks.rule.judge_values`.
+    close to it (or equal if ``exact``), by :func:`~checks.rule.judge_values`.
 
     ``dtype="kind"`` (the default) asks for a kind of number the visible checks accept (see
-    :data:`~transformer.checks.rule.ACCEPTED_KINDS`, any precision); ``"exact"`` for a tensor of the very dtype
+    :data:`~checks.rule.ACCEPTED_KINDS`, any precision); ``"exact"`` for a tensor of the very dtype
     (float64 in, float64 out). ``promised``: the input whose dtype the text says the result has, here ``want``'s (a
     tensor or an array must have it; a list carries no dtype).
     """

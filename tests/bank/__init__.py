@@ -6,8 +6,8 @@ Each module defines ``ASSIGNMENT`` (the assignment id) and ``WRONG``:
   must reject each wrong answer; where the mistake is a known one, the feedback must name it
   (contain ``hint_fragment``).
 - ``CHECKS[answer_cell] = (check_function_name, variable_name)``: the check in
-  :mod:`transformer.checks` that judges the cell, and the name the cell defines, read from the map of exercises
-  (``tools/exercises.py``).
+  :mod:`checks` that judges the cell, and the name the cell defines, read from the map of exercises
+  (``layout/exercises.py``).
 - ``EXPECTED[answer_cell] = [numbers]`` (optional): a hand-computed answer that no feedback may show.
 - ``RIGHT[answer_cell] = [(what, source), ...]`` (optional): correct answers other than the solution's
   (numbers of another kind, another dtype, inputs changed in place where that is allowed); the visible
@@ -24,7 +24,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from tools import exercises
+from layout import exercises
 
 WRONG: dict[str, dict] = {}
 CHECKS: dict[str, dict] = {}

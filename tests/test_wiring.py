@@ -4,16 +4,12 @@
 from __future__ import annotations
 
 import ast
-import re
 
 from tools.imports import import_graph, layers, module_name
 from tools.paths import PACKAGE, ROOT
 
 CODE = ("transformer", "grader", "tools", "benchmarks")
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 300, 50
-# A hidden-test module holds all of one assignment's tests, as the map of exercises (tools/exercises.py) says: an
-# assignment is not split over modules to meet the cap (assignment 09's four exercises take about 400 lines).
-MAX_ASSIGNMENT_LINES, ASSIGNMENT_MODULE = 420, re.compile(r"grader/hidden/a[0-9]{2}\.py")
 
 
 def test_the_package_imports_form_no_cycle():
@@ -65,15 +61,15 @@ def test_the_architecture_page_draws_the_layers_of_the_lectures():
 
 
 def test_no_module_or_function_is_too_long():
-    """One screen per idea: modules of at most 300 lines (an assignment's hidden tests: 420), functions of at most
-    50."""
+    """One screen per idea: modules of at most 300 lines (an assignment's hidden tests too: its generators, named by
+    the map of exercises, stay in ``grader/hidden/aNN.py``, and judges of one exercise may sit in a sibling module
+    such as ``a09_head.py``), functions of at most 50."""
     long = []
     for folder in CODE:
         for path in (ROOT / folder).rglob("*.py"):
             text = path.read_text(encoding="utf-8")
             relative = path.relative_to(ROOT).as_posix()
-            cap = MAX_ASSIGNMENT_LINES if ASSIGNMENT_MODULE.fullmatch(relative) else MAX_MODULE_LINES
-            if len(text.splitlines()) > cap:
+            if len(text.splitlines()) > MAX_MODULE_LINES:
                 long.append(f"{relative}: {len(text.splitlines())} lines")
             for node in ast.walk(ast.parse(text)):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):

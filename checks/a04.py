@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from transformer.attention import scaled_dot_product_attention
+from transformer.attention import attention_with_weights, scaled_dot_product_attention
 
 from .core import Mistake, call, compare, output_problems, outputs, report, values_of
 from .earlier import builds_on
@@ -30,8 +30,8 @@ def flying_arrows_inputs() -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
 
 def _flying_arrows_mistakes() -> list[Mistake]:
     q, k, v = flying_arrows_inputs()
-    out, w = scaled_dot_product_attention(q, k, v, return_weights=True)
-    unscaled = scaled_dot_product_attention(q, k, v, scale=1.0)
+    out, w = attention_with_weights(q, k, v)
+    unscaled = (q @ k.transpose(-2, -1)).softmax(dim=-1) @ v
     wrong_axis = (q @ k.transpose(-2, -1) / math.sqrt(2)).softmax(dim=-2) @ v
     return [
         Mistake("unscaled", "this is the output without dividing the scores by sqrt(d_k) = sqrt(2).", unscaled[0, 0]),
@@ -96,7 +96,7 @@ def _nadaraya_watson(x, x_train, y_train):
     """The reference: attention with q = (x, 1), k_i = (x_i, -x_i^2 / 2) and no scaling (chapter 4)."""
     q = torch.stack([x, torch.ones_like(x)], dim=-1)                  # (m, 2)
     k = torch.stack([x_train, -x_train ** 2 / 2], dim=-1)             # (n, 2)
-    return scaled_dot_product_attention(q[None], k[None], y_train[None, :, None], scale=1.0)[0, :, 0]  # (m,)
+    return (q @ k.T).softmax(dim=-1) @ y_train  # (m, n) @ (n,) -> (m,)
 
 
 def check_kernel_regression(fn: Callable, seed: int = 0) -> None:

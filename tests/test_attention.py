@@ -1,4 +1,6 @@
-"""Scaled dot-product attention (chapter 4) against F.scaled_dot_product_attention and a hand computation."""
+"""Scaled dot-product attention (chapter 4) against F.scaled_dot_product_attention and a hand computation; and its
+two other forms: with a bias added to the scores, as MultiHeadAttention composes it for the relative bias (chapter 3),
+and the fast path through PyTorch's fused kernel, ``flash.fused_attention`` (chapter 12)."""
 
 import math
 
@@ -6,7 +8,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer import scaled_dot_product_attention
+from transformer import attention_with_weights, scaled_dot_product_attention
+from transformer.attention import attention_scores
+from transformer.flash import fused_attention
+from transformer.masks import softmax_over_allowed
 
 ATOL = 1e-5
 
@@ -35,13 +40,22 @@ def fast(request):
     return request.param
 
 
+def attention(q, k, v, mask=None, bias=None, fast=False):
+    """Chapter 4's function, or with a bias the cores as MultiHeadAttention composes them; ``fast``: the fused path."""
+    if fast:
+        return fused_attention(q, k, v, mask, bias)
+    if bias is None:
+        return scaled_dot_product_attention(q, k, v, mask)
+    return softmax_over_allowed(attention_scores(q, k) + bias, mask) @ v
+
+
 # ----------------------------------------------------------- against PyTorch
 
 
 @pytest.mark.parametrize("kind", ["3d", "4d"])
 def test_no_mask_matches_torch(kind, fast):
     q, k, v = make_qkv(kind)
-    ours = scaled_dot_product_attention(q, k, v, fast=fast)
+    ours = attention(q, k, v, fast=fast)
     ref = F.scaled_dot_product_attention(q, k, v)
     assert ours.shape == ref.shape == (*q.shape[:-1], v.shape[-1])
     torch.testing.assert_close(ours, ref, atol=ATOL, rtol=0)
@@ -59,7 +73,7 @@ def test_bool_mask_matches_torch(kind, mask_layout, fast):
     else:
         shape = (t_q, t_k)
     mask = random_mask(shape)
-    ours = scaled_dot_product_attention(q, k, v, mask, fast=fast)
+    ours = attention(q, k, v, mask, fast=fast)
     # F.scaled_dot_product_attention uses the same convention as ours: True = may attend.
     ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
     torch.testing.assert_close(ours, ref, atol=ATOL, rtol=0)
@@ -70,7 +84,7 @@ def test_mask_convention_true_means_attend(fast):
     q, k, v = make_qkv("3d")
     allowed = torch.tensor([3, 0, 6, 6, 1])
     mask = F.one_hot(allowed, k.shape[1]).bool()  # (T_q, T_k)
-    out = scaled_dot_product_attention(q, k, v, mask, fast=fast)
+    out = attention(q, k, v, mask, fast=fast)
     torch.testing.assert_close(out, v[:, allowed], atol=ATOL, rtol=0)
 
 
@@ -81,7 +95,7 @@ def test_float_bias_matches_torch(kind, with_mask, fast):
     t_q, t_k = q.shape[-2], k.shape[-2]
     bias = torch.randn(t_q, t_k, generator=torch.Generator().manual_seed(5))
     mask = random_mask((*q.shape[:-1], t_k)) if with_mask else None
-    ours = scaled_dot_product_attention(q, k, v, mask, bias=bias, fast=fast)
+    ours = attention(q, k, v, mask, bias=bias, fast=fast)
     # A float attn_mask is added to the scores; -inf blocks a key.
     additive = bias if mask is None else bias + torch.zeros(mask.shape).masked_fill(~mask, float("-inf"))
     ref = F.scaled_dot_product_attention(q, k, v, attn_mask=additive)
@@ -93,19 +107,9 @@ def test_per_head_bias_matches_torch(fast):
     q, k, v = make_qkv("4d")
     bias = torch.randn(q.shape[1], q.shape[2], k.shape[2], generator=torch.Generator().manual_seed(6))
     mask = random_mask((q.shape[0], 1, 1, k.shape[2]))
-    ours = scaled_dot_product_attention(q, k, v, mask, bias=bias, fast=fast)
+    ours = attention(q, k, v, mask, bias=bias, fast=fast)
     additive = bias + torch.zeros(mask.shape).masked_fill(~mask, -math.inf)  # (batch, heads, T_q, T_k)
     ref = F.scaled_dot_product_attention(q, k, v, attn_mask=additive)
-    torch.testing.assert_close(ours, ref, atol=ATOL, rtol=0)
-
-
-@pytest.mark.parametrize("scale", [0.1, 1.0, 2.5])
-@pytest.mark.parametrize("kind", ["3d", "4d"])
-def test_custom_scale_matches_torch(kind, scale, fast):
-    q, k, v = make_qkv(kind)
-    mask = random_mask((*q.shape[:-1], k.shape[-2]))
-    ours = scaled_dot_product_attention(q, k, v, mask, scale=scale, fast=fast)
-    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
     torch.testing.assert_close(ours, ref, atol=ATOL, rtol=0)
 
 
@@ -123,7 +127,7 @@ def test_default_scale_is_one_over_sqrt_dk():
 def test_return_weights(kind, with_mask):
     q, k, v = make_qkv(kind)
     mask = random_mask((*q.shape[:-1], k.shape[-2])) if with_mask else None
-    out, weights = scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+    out, weights = attention_with_weights(q, k, v, mask)
     assert weights.shape == (*q.shape[:-1], k.shape[-2])
     torch.testing.assert_close(weights.sum(-1), torch.ones(q.shape[:-1]), atol=1e-6, rtol=0)
     assert (weights >= 0).all()
@@ -132,9 +136,7 @@ def test_return_weights(kind, with_mask):
     # The output is the weighted sum of the values, and the same as PyTorch's.
     torch.testing.assert_close(out, weights @ v, atol=1e-6, rtol=0)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=ATOL, rtol=0)
-    # return_weights also works with fast=True (it falls back to the teaching form).
-    out_fast, weights_fast = scaled_dot_product_attention(q, k, v, mask, return_weights=True, fast=True)
-    torch.testing.assert_close(weights_fast, weights, atol=1e-6, rtol=0)
+    torch.testing.assert_close(scaled_dot_product_attention(q, k, v, mask), out, atol=0, rtol=0)
 
 
 def test_weights_match_the_softmax_by_hand():
@@ -142,7 +144,7 @@ def test_weights_match_the_softmax_by_hand():
     q = torch.tensor([[[1.0], [2.0]]])
     k = torch.tensor([[[0.0], [1.0], [-1.0]]])
     v = torch.eye(3)[None]
-    _, w = scaled_dot_product_attention(q, k, v, return_weights=True)
+    _, w = attention_with_weights(q, k, v)
     e = math.e
     expected = torch.tensor([
         [1 / (1 + e + 1 / e), e / (1 + e + 1 / e), (1 / e) / (1 + e + 1 / e)],
@@ -160,7 +162,7 @@ def test_gradients_teaching_and_fast_agree(kind):
     grads = []
     for fast in (False, True):
         leaves = [t.clone().requires_grad_() for t in (q, k, v, bias)]
-        out = scaled_dot_product_attention(*leaves[:3], mask, bias=leaves[3], fast=fast)
+        out = attention(*leaves[:3], mask, bias=leaves[3], fast=fast)
         (out * torch.linspace(-1, 1, out.numel(), dtype=torch.float64).view(out.shape)).sum().backward()
         grads.append([t.grad for t in leaves])
     # and both agree with PyTorch's own kernel
@@ -200,11 +202,11 @@ def test_flying_arrows_by_hand():
     x = torch.stack([flying, arrows])[None]  # (batch=1, seq=2, 6)
     q, k, v = x[..., 0:2], x[..., 2:4], x[..., 4:6]  # (1, 2, 2) each
     for fast in (False, True):
-        out = scaled_dot_product_attention(q, k, v, fast=fast)
+        out = attention(q, k, v, fast=fast)
         assert out.shape == (1, 2, 2)
         torch.testing.assert_close(out[0, 0], torch.tensor([0.60884, 0.19558]), atol=1e-4, rtol=0)
         torch.testing.assert_close(out[0, 1], torch.tensor([0.78592, 0.10704]), atol=1e-4, rtol=0)
-    _, w = scaled_dot_product_attention(q, k, v, return_weights=True)
+    _, w = attention_with_weights(q, k, v)
     torch.testing.assert_close(w[0], torch.tensor([[0.80442, 0.19558], [0.89296, 0.10704]]), atol=1e-4, rtol=0)
 
 
@@ -222,14 +224,14 @@ def test_fully_masked_row_gives_zero_weights_and_output(kind, fast):
     q, k, v = make_qkv(kind)
     mask = _mask_with_empty_row()
     keep = torch.tensor([0, 1, 3, 4])
-    out = scaled_dot_product_attention(q, k, v, mask, fast=fast)
+    out = attention(q, k, v, mask, fast=fast)
     assert not torch.isnan(out).any()
     assert (out[..., 2, :] == 0).all()
     # The other rows are untouched: same as PyTorch on the rows that have keys.
     ref = F.scaled_dot_product_attention(q[..., keep, :], k, v, attn_mask=mask[keep])
     torch.testing.assert_close(out[..., keep, :], ref, atol=ATOL, rtol=0)
     if not fast:
-        out_w, w = scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+        out_w, w = attention_with_weights(q, k, v, mask)
         assert not torch.isnan(w).any()
         assert (w[..., 2, :] == 0).all()
         torch.testing.assert_close(w[..., keep, :].sum(-1), torch.ones(*q.shape[:-2], 4), atol=1e-6, rtol=0)
@@ -241,7 +243,7 @@ def test_fully_masked_row_per_batch(fast):
     q, k, v = make_qkv("3d")
     mask = random_mask((2, 5, 7))
     mask[0, 1] = False
-    out = scaled_dot_product_attention(q, k, v, mask, fast=fast)
+    out = attention(q, k, v, mask, fast=fast)
     assert (out[0, 1] == 0).all()
     assert not torch.isnan(out).any()
     ref1 = F.scaled_dot_product_attention(q[1:], k[1:], v[1:], attn_mask=mask[1:])
@@ -258,7 +260,7 @@ def test_fully_masked_row_gradients_are_finite(fast, with_bias):
     keep = torch.tensor([0, 1, 3, 4])
     bias = torch.randn(5, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(8)) if with_bias else None
     leaves = [t.clone().requires_grad_() for t in (q, k, v)]
-    out = scaled_dot_product_attention(*leaves, mask, bias=bias, fast=fast)
+    out = attention(*leaves, mask, bias=bias, fast=fast)
     weight = torch.linspace(-1, 1, out.numel(), dtype=torch.float64).view(out.shape)
     (out * weight).sum().backward()
     for t in leaves:
@@ -276,28 +278,11 @@ def test_fully_masked_row_gradients_are_finite(fast, with_bias):
     torch.testing.assert_close(leaves[2].grad, ref_leaves[2].grad, atol=1e-10, rtol=0)
 
 
-def test_fully_masked_row_raises_when_asked(fast):
-    q, k, v = make_qkv("3d")
-    mask = _mask_with_empty_row()
-    with pytest.raises(ValueError, match=r"mask: expected every query row to allow at least one key, got 1 fully"):
-        scaled_dot_product_attention(q, k, v, mask, fast=fast, empty_rows="raise")
-    # Two batches, the same empty row in each: 2 rows.
-    with pytest.raises(ValueError, match=r"got 2 fully masked row"):
-        scaled_dot_product_attention(q, k, v, mask.expand(2, 5, 7), fast=fast, empty_rows="raise")
-
-
-def test_raise_policy_accepts_partial_masks(fast):
-    q, k, v = make_qkv("4d")
-    mask = random_mask((*q.shape[:-1], k.shape[-2]))
-    out = scaled_dot_product_attention(q, k, v, mask, fast=fast, empty_rows="raise")
-    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=ATOL, rtol=0)
-
-
 def test_causal_mask_matches_is_causal(fast):
     from transformer import causal_mask
 
     g = torch.Generator().manual_seed(2)
     q, k, v = (torch.randn(2, 3, 6, 8, generator=g) for _ in range(3))
-    ours = scaled_dot_product_attention(q, k, v, causal_mask(6), fast=fast)
+    ours = attention(q, k, v, causal_mask(6), fast=fast)
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     torch.testing.assert_close(ours, ref, atol=ATOL, rtol=0)

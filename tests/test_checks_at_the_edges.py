@@ -3,7 +3,7 @@
 Every call of a ``require_*`` helper of ``transformer/_validate.py`` made from outside that module is
 recorded (with ``sys.setprofile``, so it does not matter how a module imported the helper) together
 with the argument name it checks. One call of an entry point must not check the same name twice with
-the same helper: before the cores (``_scaled_dot_product_attention``, ``_masked_softmax``, ...) one
+the same helper: before the cores (``attend``, ``softmax_over_allowed``, ...) one
 ``MultiHeadAttention`` call checked its mask three times and made seven rank checks named ``x``
 (its input, then the projections in split_heads, merge_heads and repeat_kv); ``causal_padding_mask``
 checked ``ids`` twice and ``scaled_dot_product_attention`` its mask twice.
@@ -86,7 +86,8 @@ ENTRY_POINTS = {
         r(2, 4, 16), r(2, 6, 16), mask=torch.ones(2, 1, 6, dtype=torch.bool)),
     "MultiHeadAttention, fast": lambda: T.MultiHeadAttention(16, 4, fast=True)(r(2, 4, 16), mask=CAUSAL_4),
     "scaled_dot_product_attention": lambda: T.scaled_dot_product_attention(
-        r(2, 4, 8), r(2, 4, 8), r(2, 4, 8), CAUSAL_4, bias=r(4, 4), empty_rows="raise"),
+        r(2, 4, 8), r(2, 4, 8), r(2, 4, 8), CAUSAL_4),
+    "attention_with_weights": lambda: T.attention_with_weights(r(2, 4, 8), r(2, 4, 8), r(2, 4, 8), CAUSAL_4),
     "flash_attention": lambda: T.flash_attention(r(2, 4, 8), r(2, 4, 8), r(2, 4, 8), CAUSAL_4, block_size=2),
     "masked_softmax": lambda: T.masked_softmax(r(2, 4, 4), CAUSAL_4),
     "causal_padding_mask": lambda: T.causal_padding_mask(IDS, 0),

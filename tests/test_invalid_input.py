@@ -209,6 +209,9 @@ CASES = {
                    m("mask:", "expected dtype torch.bool", "got torch.float32")),
     "int mask": (lambda: sdpa(mask=torch.ones(5, 7, dtype=torch.long)), TypeError,
                  m("mask:", "expected dtype torch.bool", "got torch.int64")),
+    "attention_with_weights, mask of the wrong shape": (
+        lambda: T.attention_with_weights(r(2, 5, 8), r(2, 7, 8), r(2, 7, 6), torch.ones(5, 6, dtype=torch.bool)),
+        ValueError, m("mask:", "broadcastable to (batch, [heads,] T_q, T_k) = (2, 5, 7)", "got (5, 6)")),
     "MultiHeadAttention mask of the wrong shape": (
         lambda: mha(r(2, 5, 16), mask=torch.ones(2, 5, 4, dtype=torch.bool)),
         ValueError, m("mask:", "(batch, T_q, T_k) = (2, 5, 5)", "got (2, 5, 4)")),
@@ -217,12 +220,6 @@ CASES = {
                                                          ValueError, m("mask:", "= (2, 4, 5, 5)", "got (2, 3, 5, 5)")),
     "MultiHeadAttention float mask": (lambda: mha(r(2, 5, 16), mask=torch.ones(2, 5, 5)), TypeError,
                                       m("mask:", "expected dtype torch.bool", "got torch.float32")),
-    "bias of the wrong shape": (lambda: sdpa(bias=r(5, 6)), ValueError,
-                                m("bias:", "broadcastable to (batch, [heads,] T_q, T_k) = (2, 5, 7)", "got (5, 6)")),
-    "int bias": (lambda: sdpa(bias=torch.ones(5, 7, dtype=torch.long)), TypeError,
-                 m("bias:", "expected a floating-point tensor", "got dtype torch.int64")),
-    "unknown empty_rows policy": (lambda: sdpa(empty_rows="nan"), ValueError,
-                                  m("empty_rows:", "expected one of ['raise', 'zero']", "got 'nan'")),
     # ---- longer than the positional table
     "SinusoidalPositionalEncoding too long": (lambda: T.SinusoidalPositionalEncoding(16, max_len=8)(r(1, 10, 16)),
                                               ValueError, m("x:", "at most max_len=8 positions", "got 10")),

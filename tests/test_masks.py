@@ -57,7 +57,7 @@ def test_masked_worked_example_by_hand():
     q = torch.tensor([[[1.0, 1.0], [2.0, 0.0], [0.0, 0.0]]])
     k = torch.tensor([[[1.0, 1.0], [1.0, -1.0], [2.0, 0.0]]])
     v = torch.tensor([[[1.0, 0.0], [2.0, 3.0], [0.0, 1.0]]])
-    out, w = T.scaled_dot_product_attention(q, k, v, T.causal_mask(3), return_weights=True)
+    out, w = T.attention_with_weights(q, k, v, T.causal_mask(3))
     torch.testing.assert_close(w[0], torch.tensor([[1.0, 0, 0], [0.5, 0.5, 0], [1 / 3, 1 / 3, 1 / 3]]),
                                atol=1e-6, rtol=0)
     torch.testing.assert_close(out[0], torch.tensor([[1.0, 0.0], [1.5, 1.5], [1.0, 4 / 3]]), atol=1e-6, rtol=0)
@@ -230,7 +230,7 @@ def test_masked_softmax_gradients_are_finite_and_zero_for_empty_rows():
 def test_attention_weights_are_the_masked_softmax():
     q, k, v = randn(2, 4, 4, seed=14), randn(2, 4, 4, seed=15), randn(2, 4, 3, seed=16)
     mask = causal_padding_mask(torch.tensor([[1, 4, 5, 8], [0, 0, 1, 4]]), PAD)
-    out, weights = T.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+    out, weights = T.attention_with_weights(q, k, v, mask)
     torch.testing.assert_close(weights, _torch_weights(q / 2, k, mask), atol=ATOL, rtol=0)  # scale 1/sqrt(4)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=ATOL, rtol=0)
 

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import transformer as T
+from transformer.flash import fused_attention
 
 settings.register_profile("book", max_examples=40, deadline=None, derandomize=True)
 settings.load_profile("book")
@@ -28,10 +29,10 @@ def test_attention_equals_torch_for_any_shape_and_broadcast_mask(batch, heads, t
     shapes = {"none": None, "full": (*lead, t_q, t_k), "row": (t_q, t_k), "key": (batch,) + (1,) * (len(lead) - 1)
               + (1, t_k), "query": (t_q, 1)}
     mask = None if shapes[mask_kind] is None else torch.rand(shapes[mask_kind], generator=g) > 0.3
-    out, w = T.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
+    out, w = T.attention_with_weights(q, k, v, mask)
     assert out.shape == (*lead, t_q, d_v) and w.shape == (*lead, t_q, t_k)
     assert torch.isfinite(out).all() and torch.isfinite(w).all()
-    fast = T.scaled_dot_product_attention(q, k, v, mask, fast=True)
+    fast = fused_attention(q, k, v, mask)
     torch.testing.assert_close(fast, out)
     if mask is None:
         torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v))

@@ -33,7 +33,7 @@ trained once for the chapters: :mod:`transformer.pretrained`. Pictures and explo
 :mod:`transformer.viz`.
 """
 
-from .attention import scaled_dot_product_attention
+from .attention import attention_with_weights, scaled_dot_product_attention
 from .blocks import Decoder, DecoderBlock, Encoder, EncoderBlock, SelfAttentionStack
 from .byte_bpe import ByteBPETokenizer
 from .config import TransformerConfig
@@ -101,7 +101,8 @@ __all__ = [
     "PositionwiseFeedForward", "RMSNorm", "RelativePositionBias", "RotaryEmbedding", "SPECIAL_TOKENS",
     "SelfAttentionStack", "SinusoidalPositionalEncoding", "TokenEmbedding", "TransformerConfig", "Vocabulary",
     "WordTokenizer",
-    "apply_rope", "causal_mask", "causal_padding_mask", "count_pairs", "count_parameters", "fully_masked_rows",
+    "apply_rope", "attention_with_weights", "causal_mask", "causal_padding_mask", "count_pairs", "count_parameters",
+    "fully_masked_rows",
     "generate", "greedy_decode", "masked_softmax", "merge_heads", "merge_pair", "next_token", "one_hot",
     "padding_mask", "rms", "rotation_matrix", "sample_decode", "scaled_dot_product_attention", "sequence_loss",
     "shift_matrix", "sinusoidal_encoding", "softmax_with_temperature", "split_heads", "split_words",

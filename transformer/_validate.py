@@ -194,14 +194,13 @@ def require_max_len(name: str, length: int, max_len: int, build: str = "the enco
     return length
 
 
-def require_mask(name: str, mask, target: tuple[int, ...], layout: str, bias: bool = False) -> torch.Tensor:
-    """Check a boolean mask that must broadcast to ``target`` (True = may attend); ``bias``: the function also
-    takes additive scores (``bias=``), which the error then suggests for a float mask."""
+def require_mask(name: str, mask, target: tuple[int, ...], layout: str) -> torch.Tensor:
+    """Check a boolean mask that must broadcast to ``target`` (True = may attend)."""
     require_tensor(name, mask)
     if mask.dtype != torch.bool:
         raise TypeError(
             f"{name}: expected dtype torch.bool (True = may attend), got {mask.dtype}; "
-            f"use `{name} == 1` for a mask of 0s and 1s" + (", or pass additive scores through `bias`" if bias else "")
+            f"use `{name} == 1` for a mask of 0s and 1s"
         )
     if mask.dim() > len(target) or mask.dim() < 2:
         raise ValueError(
@@ -217,23 +216,14 @@ def require_mask(name: str, mask, target: tuple[int, ...], layout: str, bias: bo
     return mask
 
 
-def require_attention_inputs(q, k, v, mask=None, bias=None, takes_bias: bool = True) -> None:
+def require_attention_inputs(q, k, v, mask=None) -> None:
     """Attention's ``q (batch, [heads,] T_q, d_k)``, ``k (batch, [heads,] T_k, d_k)``, ``v (batch, [heads,] T_k, d_v)``:
-    floating point, of one dtype, sizes that fit together; a bool ``mask`` and a float ``bias`` that broadcast to
-    the scores ``(batch, [heads,] T_q, T_k)``."""
+    floating point, of one dtype, sizes that fit together; a bool ``mask`` that broadcasts to the scores
+    ``(batch, [heads,] T_q, T_k)``."""
     _require_qkv(q, k, v)
-    score_shape = (*q.shape[:-1], k.shape[-2])  # (batch, [heads,] T_q, T_k)
     if mask is not None:
-        require_mask("mask", mask, score_shape, "(batch, [heads,] T_q, T_k)", bias=takes_bias)
-    if bias is not None:
-        require_float("bias", bias)
-        try:
-            torch.broadcast_shapes(bias.shape, score_shape)
-        except RuntimeError:
-            raise ValueError(
-                f"bias: expected a shape broadcastable to (batch, [heads,] T_q, T_k) = {score_shape}, "
-                f"got {shape_str(bias)}"
-            ) from None
+        score_shape = (*q.shape[:-1], k.shape[-2])  # (batch, [heads,] T_q, T_k)
+        require_mask("mask", mask, score_shape, "(batch, [heads,] T_q, T_k)")
 
 
 def _require_qkv(q, k, v) -> None:

@@ -9,7 +9,7 @@ import torch
 
 from ._validate import require_float, require_int, require_rank
 from .modes import eval_mode
-from .sampling import _require_settings, _sample_next, sample_next, sampling_distribution
+from .sampling import draw_next, require_sampling_settings, sample_next, sampling_distribution
 
 
 def softmax_with_temperature(logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
@@ -42,7 +42,7 @@ def generate(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: torch.Te
         logits = logits_fn(ids)  # (batch, seq, vocab)
         if step == 0:
             _require_step_logits(logits)  # logits_fn is the caller's: what it returns is checked once
-        tok = _sample_next(logits[:, -1], temperature, generator, top_k, top_p)  # (batch,): next_token's choice
+        tok = draw_next(logits[:, -1], temperature, generator, top_k, top_p)  # (batch,): next_token's choice
         if eos_id is not None:
             tok = tok.masked_fill(done, eos_id)
             done |= tok == eos_id
@@ -52,7 +52,7 @@ def generate(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: torch.Te
     return ids
 
 
-def _max_len_renamed(fn: Callable) -> Callable:
+def refuses_max_len(fn: Callable) -> Callable:
     """``max_len=`` (its old name) gets an error that names ``max_new_tokens``: ``max_len`` is the config's
     number of positions, not the number of tokens to add."""
     @functools.wraps(fn)
@@ -64,7 +64,7 @@ def _max_len_renamed(fn: Callable) -> Callable:
     return checked
 
 
-@_max_len_renamed
+@refuses_max_len
 def greedy_decode(model, src: torch.Tensor, max_new_tokens: int, sos_id: int, eos_id: int) -> torch.Tensor:
     """Translate with an :class:`~transformer.model.EncoderDecoder`: encode once, then argmax step by step.
 
@@ -73,7 +73,7 @@ def greedy_decode(model, src: torch.Tensor, max_new_tokens: int, sos_id: int, eo
     return sample_decode(model, src, max_new_tokens, sos_id, eos_id, temperature=0.0)
 
 
-@_max_len_renamed
+@refuses_max_len
 def sample_decode(model, src: torch.Tensor, max_new_tokens: int, sos_id: int, eos_id: int, temperature: float = 1.0,
                   generator: torch.Generator | None = None) -> torch.Tensor:
     """Like :func:`greedy_decode`, but each token is drawn from ``softmax(logits / temperature)``."""
@@ -118,7 +118,7 @@ def beam_search(logits_fn: Callable[[torch.Tensor], torch.Tensor], prefix: list[
     return max(pool, key=lambda h: h[1])
 
 
-@_max_len_renamed
+@refuses_max_len
 def beam_decode(model, src: torch.Tensor, beam_size: int, max_new_tokens: int, sos_id: int, eos_id: int,
                 alpha: float = 1.0) -> list[int]:
     """Translate one sentence ``src (1, S)`` with an :class:`~transformer.model.EncoderDecoder` by beam search."""
@@ -141,7 +141,7 @@ def _require_generation(prefix, max_new_tokens: int, temperature, top_k, top_p) 
     """The arguments of :func:`generate`, the sampling settings included, once for all its steps."""
     require_rank("prefix", prefix, (2,), "(batch, seq)")
     require_int("max_new_tokens", max_new_tokens, low=0, expected="a whole number >= 0")
-    _require_settings(temperature, top_k, top_p, greedy=True)
+    require_sampling_settings(temperature, top_k, top_p, greedy=True)
 
 
 def _require_step_logits(logits) -> None:

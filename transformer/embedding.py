@@ -40,9 +40,9 @@ class TokenEmbedding(nn.Module):
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         require_token_ids("ids", ids, self.vocab_size)
-        return self._lookup(ids)
+        return self.lookup(ids)
 
-    def _lookup(self, ids: torch.Tensor) -> torch.Tensor:
+    def lookup(self, ids: torch.Tensor) -> torch.Tensor:
         """:meth:`forward` on ids already checked (a model that has checked its ids calls it)."""
         x = self.weight[ids]  # (batch, seq) -> (batch, seq, d_model)
         return x * math.sqrt(self.d_model) if self.scale else x

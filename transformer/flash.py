@@ -20,8 +20,10 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
 from ._validate import require_attention_inputs, require_positive_int
+from .masks import empty_rows
 
 NEG_INF = float("-inf")
 
@@ -35,13 +37,32 @@ def flash_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: tor
     ``(batch, [heads,] T_q, T_k)``, True = may attend. Returns ``(batch, [heads,] T_q, d_v)``, equal to it
     (a row with no allowed key gives zeros), with gradients; no ``T_q x T_k`` matrix is ever held (chapter 12).
     """
-    require_attention_inputs(q, k, v, mask, takes_bias=False)
+    require_attention_inputs(q, k, v, mask)
     require_positive_int("block_size", block_size)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     if mask is not None:
         mask = mask.expand(*q.shape[:-1], k.shape[-2])  # (..., T_q, T_k): a view, nothing is copied
     return _FlashAttention.apply(q, k, v, mask, scale, block_size)
+
+
+def fused_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None,
+                    bias: torch.Tensor | None = None, dropout_p: float = 0.0) -> torch.Tensor:
+    """Chapter 4's attention through PyTorch's fused kernels, ``F.scaled_dot_product_attention``, on arguments already
+    checked: the fast path of :class:`~transformer.multihead.MultiHeadAttention` (``fast=True``). Shapes as in
+    :func:`flash_attention`; ``bias`` is added to the scores (the relative bias of chapter 3), ``dropout_p`` drops
+    weights (chapter 5). A query row with no allowed key sees every key inside the kernel, and its output is set to
+    zero afterwards, as in :func:`~transformer.masks.masked_softmax`."""
+    empty = None if mask is None else empty_rows(mask)[..., None]  # (..., T_q, 1)
+    if empty is not None and bool(empty.any()):
+        mask = mask | empty
+    else:
+        empty = None
+    attn_mask = mask
+    if bias is not None:
+        attn_mask = bias if mask is None else bias.masked_fill(~mask, NEG_INF)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p)  # (..., T_q, d_v)
+    return out if empty is None else out.masked_fill(empty, 0.0)
 
 
 def online_softmax_step(m: torch.Tensor, total: torch.Tensor, s: torch.Tensor, in_place: bool = False):

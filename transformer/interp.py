@@ -141,10 +141,11 @@ def head_outputs(model: nn.Module, cache: dict[str, torch.Tensor], layer: int) -
     Their sum over the heads, plus the bias of ``W^O``, is ``cache["blocks.layer.attn.out"]``.
     """
     require_int("layer", layer, 0, len(stack_of(model).layers) - 1)
-    return _head_outputs(model, cache, layer)
+    return head_terms(model, cache, layer)
 
 
-def _head_outputs(model: nn.Module, cache: dict[str, torch.Tensor], layer: int) -> torch.Tensor:
+def head_terms(model: nn.Module, cache: dict[str, torch.Tensor], layer: int) -> torch.Tensor:
+    """:func:`head_outputs` of a layer already checked (the lens calls it for every layer)."""
     attn = stack_of(model).layers[layer].self_attn
     z = cache[f"blocks.{layer}.attn.z"]  # (batch, seq, heads, d_h)
     w_o = attn.w_o.weight.detach().view(attn.d_model, attn.n_heads, attn.d_h)  # (d_model, heads, d_h)

@@ -17,7 +17,7 @@ import torch
 
 from ._validate import require_positive_int
 from .decoding import generate
-from .masks import _causal_mask, _padding_mask
+from .masks import causal_mask, real_tokens
 from .modes import eval_mode
 
 
@@ -80,9 +80,9 @@ class KVCache:
         Row ``r`` (position ``seq + r``) may attend to keys ``0 .. seq + r`` that are not ``<pad>``,
         the rows of :func:`~transformer.masks.causal_padding_mask` for the whole sequence.
         """
-        real = _padding_mask(ids, pad_id)[:, 0]  # (batch, T_new): the new positions that are not <pad>
+        real = real_tokens(ids, pad_id)[:, 0]  # (batch, T_new): the new positions that are not <pad>
         self.real = real if self.real is None else torch.cat([self.real, real], dim=1)  # (batch, seq + T_new)
-        causal = _causal_mask(ids.shape[1], ids.device, past=len(self))  # (T_new, seq + T_new)
+        causal = causal_mask(ids.shape[1], ids.device, past=len(self))  # (T_new, seq + T_new)
         return causal & self.real[:, None, :]  # (T_new, seq + T_new) & (batch, 1, seq + T_new)
 
 

@@ -38,8 +38,8 @@ from ._validate import (
     require_positive_int,
     require_rank,
 )
-from .attention import _scaled_dot_product_attention
-from .multihead import _merge_heads
+from .masks import softmax_over_allowed
+from .multihead import concat_heads
 from .norm import RMSNorm
 from .positional import RotaryEmbedding
 from .rope_scaling import ScaledRotaryEmbedding
@@ -94,20 +94,20 @@ class LatentAttention(nn.Module):
         q = self._queries(x).view(batch, t_q, self.n_heads, -1).transpose(1, 2)  # (batch, heads, T_q, qk)
         q_nope, q_rope = q.split([lat.qk_nope_head_dim, lat.qk_rope_head_dim], dim=-1)  # (.., d_nope), (.., d_r)
         c, k_rope = self.w_dkv(x).split([lat.kv_lora_rank, lat.qk_rope_head_dim], dim=-1)  # (batch, T_q, r), (.., d_r)
-        c = self.kv_norm._normalize(c)[:, None]  # (batch, 1, T_q, kv_lora_rank)
-        q_rope = self.rope._rotate(q_rope, offset)  # (batch, heads, T_q, d_r)
-        k_rope = self.rope._rotate(k_rope[:, None], offset)  # (batch, 1, T_q, d_r): one key for every head
+        c = self.kv_norm.normalize(c)[:, None]  # (batch, 1, T_q, kv_lora_rank)
+        q_rope = self.rope.rotate(q_rope, offset)  # (batch, heads, T_q, d_r)
+        k_rope = self.rope.rotate(k_rope[:, None], offset)  # (batch, 1, T_q, d_r): one key for every head
         if cache is not None:
             c, k_rope = cache.append(c, k_rope)  # (batch, 1, T_k, r), (batch, 1, T_k, d_r): the latent cache
         mask = None if mask is None else mask[:, None]  # (batch, T_q, T_k) -> (batch, 1, T_q, T_k)
         attend = self._absorbed if self.absorb else self._expanded
-        return self.w_o(_merge_heads(attend(q_nope, q_rope, c, k_rope, mask)))  # (batch, T_q, heads * d_v)
+        return self.w_o(concat_heads(attend(q_nope, q_rope, c, k_rope, mask)))  # (batch, T_q, heads * d_v)
 
     def _queries(self, x: torch.Tensor) -> torch.Tensor:
         """``(batch, T_q, d_model) -> (batch, T_q, heads * qk)``, through the queries' latent if there is one."""
         if self.latent.q_lora_rank is None:
             return self.w_q(x)
-        return self.w_uq(self.q_norm._normalize(self.w_dq(x)))
+        return self.w_uq(self.q_norm.normalize(self.w_dq(x)))
 
     def _up(self) -> tuple[torch.Tensor, torch.Tensor]:
         """``W_uk (heads, d_nope, r)`` and ``W_uv (heads, d_v, r)`` from ``w_ukv``."""
@@ -122,7 +122,7 @@ class LatentAttention(nn.Module):
         v = c @ w_uv.transpose(1, 2)  # (batch, heads, T_k, d_v)
         k = torch.cat([k_nope, k_rope.expand(-1, self.n_heads, -1, -1)], dim=-1)  # (batch, heads, T_k, qk)
         q = torch.cat([q_nope, q_rope], dim=-1)  # (batch, heads, T_q, qk)
-        return _scaled_dot_product_attention(q, k, v, mask, scale=self.scale)  # (batch, heads, T_q, d_v)
+        return self._attention(q, k, v, mask)  # (batch, heads, T_q, d_v)
 
     def _absorbed(self, q_nope, q_rope, c, k_rope, mask):
         """The absorbed form: queries moved into the latent space, attention over ``c`` itself, then ``W_uv``."""
@@ -130,9 +130,14 @@ class LatentAttention(nn.Module):
         q_latent = q_nope @ w_uk  # (batch, heads, T_q, d_nope) @ (heads, d_nope, r) -> (batch, heads, T_q, r)
         q = torch.cat([q_latent, q_rope], dim=-1)  # (batch, heads, T_q, r + d_r)
         k = torch.cat([c, k_rope], dim=-1)  # (batch, 1, T_k, r + d_r): the cache as it is
-        out = _scaled_dot_product_attention(q, k, c, mask, scale=self.scale)  # (batch, heads, T_q, r)
+        out = self._attention(q, k, c, mask)  # (batch, heads, T_q, r)
         return out @ w_uv.transpose(1, 2)  # (batch, heads, T_q, r) @ (heads, r, d_v) -> (batch, heads, T_q, d_v)
 
+    def _attention(self, q, k, v, mask):
+        """Chapter 4's equation with the scale of the full query, ``1 / sqrt(d_nope + d_rope)``, in both forms (the
+        absorbed queries are wider): ``(batch, heads, T_q, d_v)``."""
+        scores = (q * self.scale) @ k.transpose(-2, -1)  # (batch, heads, T_q, T_k)
+        return softmax_over_allowed(scores, mask) @ v  # (batch, heads, T_q, T_k) @ (batch, ., T_k, d_v)
 
     def _check(self, x, memory, mask, cache) -> None:
         """``x (batch, T_q, d_model)``, no memory (self-attention only), ``mask (batch, T_q, T_k)``, once."""

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from ._validate import require_index, require_rank
-from .interp import _head_outputs, stack_of, unembed
+from .interp import head_terms, stack_of, unembed
 from .norm import LayerNorm, RMSNorm
 
 
@@ -43,7 +43,7 @@ def stream_parts(model, cache: dict[str, torch.Tensor]) -> dict[str, torch.Tenso
 def _stream_parts(model, cache: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     parts = {"embed": cache["embed"]}
     for i, block in enumerate(stack_of(model).layers):
-        heads = _head_outputs(model, cache, i)  # (batch, seq, heads, d_model)
+        heads = head_terms(model, cache, i)  # (batch, seq, heads, d_model)
         for h in range(heads.shape[2]):
             parts[f"blocks.{i}.head.{h}"] = heads[:, :, h]
         bias = block.self_attn.w_o.bias

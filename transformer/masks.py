@@ -50,12 +50,12 @@ def sliding_window_mask(seq_len: int, window: int, device=None, past: int = 0) -
     require_positive_int("seq_len", seq_len)
     require_positive_int("window", window)
     require_int("past", past, low=0, expected="an int >= 0 (the positions before the queries)")
-    return _sliding_window_mask(seq_len, past + seq_len, window, past, 0, device)
+    return window_band(seq_len, past + seq_len, window, past, 0, device)
 
 
-def _sliding_window_mask(t_q: int, t_k: int, window: int, first_query: int, first_key: int,
-                         device=None) -> torch.Tensor:
-    """``(T_q, T_k)``: query ``i`` is position ``first_query + i``, key ``j`` position ``first_key + j``."""
+def window_band(t_q: int, t_k: int, window: int, first_query: int, first_key: int, device=None) -> torch.Tensor:
+    """The band of :func:`sliding_window_mask` on arguments already checked, ``(T_q, T_k)``: query ``i`` is position
+    ``first_query + i``, key ``j`` position ``first_key + j`` (a layer with a window and a cache calls it)."""
     t = torch.arange(t_q, device=device)[:, None] + first_query  # (T_q, 1): the queries' positions
     i = torch.arange(t_k, device=device)[None, :] + first_key  # (1, T_k): the keys' positions
     return (i <= t) & (i > t - window)  # causal, and within the window
@@ -68,10 +68,12 @@ def padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     ``pad_id=None`` means there is no padding: every key is allowed.
     """
     _check_ids_and_pad(ids, pad_id)
-    return _padding_mask(ids, pad_id)
+    return real_tokens(ids, pad_id)
 
 
-def _padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
+def real_tokens(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
+    """:func:`padding_mask` on arguments already checked (the models call it): ``(batch, 1, seq)``, True at the
+    tokens that are not ``<pad>``."""
     if pad_id is None:
         return torch.ones_like(ids, dtype=torch.bool)[:, None, :]  # (batch, 1, seq)
     return (ids != pad_id)[:, None, :]  # (batch, 1, seq)
@@ -85,26 +87,28 @@ def causal_padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
     (with ``pad_id=None``, the causal mask for every sequence).
     """
     _check_ids_and_pad(ids, pad_id)
-    return _causal_padding_mask(ids, pad_id)
+    return causal_real_tokens(ids, pad_id)
 
 
-def _causal_padding_mask(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
-    """:func:`causal_padding_mask` on arguments already checked (the models call it)."""
+def causal_real_tokens(ids: torch.Tensor, pad_id: int | None) -> torch.Tensor:
+    """:func:`causal_padding_mask` on arguments already checked (the models call it): key ``j`` is a real token
+    at or before query ``t``."""
     # (seq, seq) & (batch, 1, seq) -> (batch, seq, seq)
-    return _causal_mask(ids.shape[1], ids.device) & _padding_mask(ids, pad_id)
+    return _causal_mask(ids.shape[1], ids.device) & real_tokens(ids, pad_id)
 
 
 def fully_masked_rows(mask: torch.Tensor) -> torch.Tensor:
     """Which query rows have no key they may attend to: ``(..., T_q, T_k) -> (..., T_q)``.
 
     The softmax of such a row is 0/0 = NaN; attention gives it zero weights
-    and a zero output instead (or raises with ``empty_rows="raise"``).
+    and a zero output instead.
     """
     _check_bool_mask(mask)
-    return _fully_masked_rows(mask)
+    return empty_rows(mask)
 
 
-def _fully_masked_rows(mask: torch.Tensor) -> torch.Tensor:
+def empty_rows(mask: torch.Tensor) -> torch.Tensor:
+    """:func:`fully_masked_rows` on a mask already checked (the fast path of attention calls it)."""
     return ~mask.any(dim=-1)  # (..., T_q, T_k) -> (..., T_q): no True in the row
 
 
@@ -116,14 +120,15 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None = None) -> to
     A query row with no allowed key gets all-zero weights: never NaN, in the gradients neither.
     """
     _check_scores_and_mask(scores, mask)
-    return _masked_softmax(scores, mask)
+    return softmax_over_allowed(scores, mask)
 
 
-def _masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """:func:`masked_softmax` on arguments already checked (attention calls it)."""
+def softmax_over_allowed(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """:func:`masked_softmax` on arguments already checked (attention calls it): each query's softmax over the
+    keys it may attend to."""
     if mask is None:
         return scores.softmax(dim=-1)
-    empty = _fully_masked_rows(mask)[..., None]  # (..., T_q) -> (..., T_q, 1): the query rows with no allowed key
+    empty = empty_rows(mask)[..., None]  # (..., T_q) -> (..., T_q, 1): the query rows with no allowed key
     if not bool(empty.any()):
         return scores.masked_fill(~mask, float("-inf")).softmax(dim=-1)  # -inf, then e^-inf = 0
     # An empty row's softmax would be 0/0 = NaN. Let it see every key (finite values and gradients), then zero it.

@@ -18,7 +18,7 @@ from .blocks import Decoder, Encoder, SelfAttentionStack
 from .config import TransformerConfig
 from .embedding import TokenEmbedding
 from .heads import head_for
-from .masks import _causal_padding_mask, _padding_mask
+from .masks import causal_real_tokens, real_tokens
 from .norm import make_norm
 from .positional import ActsOn, positional_module
 
@@ -46,11 +46,11 @@ class _Embed(nn.Module):
         require_token_ids(self.name, ids, self.tokens.vocab_size, ranks=(2,), max_len=self.max_len, offset=offset)
         if token_type_ids is not None:
             _check_types(token_type_ids, ids, self.type_vocab_size)
-        x = self.tokens._lookup(ids)  # (batch, seq) -> (batch, seq, d_model)
+        x = self.tokens.lookup(ids)  # (batch, seq) -> (batch, seq, d_model)
         if self.types is not None:  # no types given: every token is of type 0
-            x = x + self.types._lookup(torch.zeros_like(ids) if token_type_ids is None else token_type_ids)
+            x = x + self.types.lookup(torch.zeros_like(ids) if token_type_ids is None else token_type_ids)
         if self.positions is not None:  # the length was checked with the ids
-            x = self.positions._add(x, offset)  # (batch, seq, d_model)
+            x = self.positions.add_to(x, offset)  # (batch, seq, d_model)
         return self.drop(x if self.norm is None else self.norm(x))  # (batch, seq, d_model)
 
 
@@ -75,13 +75,13 @@ class EncoderDecoder(nn.Module):
     def encode(self, src: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``src (batch, T_e)`` -> memory ``(batch, T_e, d_model)`` and its padding mask ``(batch, 1, T_e)``."""
         x = self.src_embed(src)  # checks the ids: (batch, T_e) -> (batch, T_e, d_model)
-        src_mask = _padding_mask(src, self.cfg.pad_id)  # (batch, 1, T_e)
+        src_mask = real_tokens(src, self.cfg.pad_id)  # (batch, 1, T_e)
         return self.encoder(x, src_mask), src_mask
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
         """``tgt (batch, T_d)`` and memory -> logits ``(batch, T_d, vocab_size)``."""
         x = self.tgt_embed(tgt)  # checks the ids: (batch, T_d) -> (batch, T_d, d_model)
-        self_mask = _causal_padding_mask(tgt, self.cfg.pad_id)  # (batch, T_d, T_d)
+        self_mask = causal_real_tokens(tgt, self.cfg.pad_id)  # (batch, T_d, T_d)
         return self.head(self.decoder(x, memory, self_mask, src_mask))
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor) -> torch.Tensor:
@@ -113,7 +113,7 @@ class DecoderOnly(nn.Module):
         """
         if cache is None:
             x = self.embed(ids)  # checks the ids: (batch, seq) -> (batch, seq, d_model)
-            return self.causal_stack(x, _causal_padding_mask(ids, self.cfg.pad_id))  # mask (batch, seq, seq)
+            return self.causal_stack(x, causal_real_tokens(ids, self.cfg.pad_id))  # mask (batch, seq, seq)
         _check_cache(cache, len(self.causal_stack.layers))
         x = self.embed(ids, offset=len(cache))  # checks the ids: (batch, seq) -> (batch, seq, d_model)
         _check_cache_batch(cache, ids)
@@ -138,7 +138,7 @@ class EncoderOnly(nn.Module):
         """``ids (batch, seq)`` and their types (segments, with ``cfg.type_vocab_size``) -> ``(batch, seq, d_model)``.
         """
         x = self.embed(ids, token_type_ids)  # checks the ids: (batch, seq) -> (batch, seq, d_model)
-        return self.encoder(x, _padding_mask(ids, self.cfg.pad_id))
+        return self.encoder(x, real_tokens(ids, self.cfg.pad_id))
 
     def forward(self, ids: torch.Tensor, token_type_ids: torch.Tensor | None = None) -> torch.Tensor:
         return self.head(self.encode(ids, token_type_ids))  # (batch, seq, vocab_size)

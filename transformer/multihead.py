@@ -23,8 +23,9 @@ from ._validate import (
     require_rank,
     require_sizes,
 )
-from .attention import _scaled_dot_product_attention
-from .masks import _sliding_window_mask
+from .attention import attention_scores
+from .flash import fused_attention
+from .masks import softmax_over_allowed, window_band
 from .norm import RMSNorm
 from .positional import RelativePositionBias, RotaryEmbedding
 
@@ -45,10 +46,11 @@ def _split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """``(batch, heads, seq, d_h) -> (batch, seq, heads * d_h)``: concatenate the heads."""
     require_rank("x", x, (4,), "(batch, heads, seq, d_h)")
-    return _merge_heads(x)
+    return concat_heads(x)
 
 
-def _merge_heads(x: torch.Tensor) -> torch.Tensor:
+def concat_heads(x: torch.Tensor) -> torch.Tensor:
+    """:func:`merge_heads` on an ``x`` already checked (the attention layers call it)."""
     batch, heads, seq, d_h = x.shape
     return x.transpose(1, 2).reshape(batch, seq, heads * d_h)  # (batch, seq, d_model)
 
@@ -70,32 +72,30 @@ def _repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
 
 
 class MultiHeadAttention(nn.Module):
-    """``forward(x, memory=None, mask=None)``: ``(batch, T_q, d_model) -> (batch, T_q, d_model)``.
+    """``forward(x, memory=None, mask=None)``: ``(batch, T_q, d_model) -> (batch, T_q, d_model)`` (chapter 5).
 
-    Self-attention when ``memory`` is None; cross-attention (queries from ``x``,
-    keys and values from ``memory (batch, T_k, d_model)``) otherwise.
-    ``mask`` is bool, True = may attend, broadcastable to ``(batch, T_q, T_k)``
-    or ``(batch, heads, T_q, T_k)``. ``rope`` and ``relative_bias`` apply to
-    self-attention only.
+    Self-attention when ``memory`` is None; cross-attention (queries from ``x``, keys and values from
+    ``memory (batch, T_k, d_model)``, chapter 8) otherwise. ``mask`` is bool, True = may attend, broadcastable
+    to ``(batch, T_q, T_k)`` or ``(batch, heads, T_q, T_k)`` (chapter 7). ``dropout`` drops attention weights in
+    training; ``bias`` gives the four projections their biases.
 
-    ``n_kv_heads`` (chapter 12; default ``n_heads``) gives the keys and values fewer heads than the
-    queries: grouped-query attention, each kv head shared by ``n_heads / n_kv_heads`` query heads
-    (:func:`repeat_kv`); ``n_kv_heads=1`` is multi-query attention. ``cache`` (one layer of a
-    :class:`~transformer.kv_cache.KVCache`) holds the keys and values of the positions already seen:
-    ``x`` is then only the new positions, and their keys and values are appended to it.
+    The options of later chapters are keywords, none of them on by default:
 
-    ``fast=True`` computes the same numbers through PyTorch's fused paths: the three projections of
-    self-attention as one matrix product (:meth:`_fused_qkv`) and attention with ``F.scaled_dot_product_attention``.
-
-    Chapter 14: ``window`` makes self-attention see only the last ``window`` positions (the banded causal mask
-    of :func:`transformer.masks.sliding_window_mask`, and the given ``mask`` too); ``qk_norm=True`` normalises
-    each head's queries and keys with an RMSNorm of size ``d_h`` (epsilon ``eps``) before RoPE, as Qwen3 does.
+    - chapter 3: ``rope`` (a :class:`~transformer.positional.RotaryEmbedding`) or ``relative_bias`` (a
+      :class:`~transformer.positional.RelativePositionBias`), for self-attention only;
+    - chapter 12: ``n_kv_heads`` gives the keys and values fewer heads than the queries (grouped-query attention,
+      :func:`repeat_kv`; 1 is multi-query attention); ``fast=True`` computes the same numbers through PyTorch's
+      fused paths (:meth:`_fused_qkv`, :func:`~transformer.flash.fused_attention`); and ``forward``'s ``cache``
+      (one layer of a :class:`~transformer.kv_cache.KVCache`) holds the keys and values already seen;
+    - chapter 14: ``window`` lets self-attention see only the last ``window`` positions (the band of
+      :func:`~transformer.masks.sliding_window_mask`); ``qk_norm=True`` normalises each head's queries and keys
+      with an RMSNorm of size ``d_h`` (epsilon ``eps``) before RoPE, as Qwen3 does.
     """
 
-    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True,
+    def __init__(self, d_model: int, n_heads: int, dropout: float = 0.0, bias: bool = True, *,
                  rope: RotaryEmbedding | None = None, relative_bias: RelativePositionBias | None = None,
-                 fast: bool = False, n_kv_heads: int | None = None, window: int | None = None,
-                 qk_norm: bool = False, eps: float = 1e-6):
+                 n_kv_heads: int | None = None, fast: bool = False,
+                 window: int | None = None, qk_norm: bool = False, eps: float = 1e-6):
         super().__init__()
         require_positive_int("d_model", d_model)
         require_positive_int("n_heads", n_heads)
@@ -132,9 +132,10 @@ class MultiHeadAttention(nn.Module):
         q = _split_heads(self.w_q(x), self.n_heads)  # (batch, T_q, d_model) -> (batch, heads, T_q, d_h)
         k = _split_heads(self.w_k(source), self.n_heads)  # (batch, T_k, d_model) -> (batch, heads, T_k, d_h)
         v = _split_heads(self.w_v(source), self.n_heads)  # (batch, T_k, d_model) -> (batch, heads, T_k, d_h)
-        dropout_p = self.dropout if self.training else 0.0  # dropout on the weights acts in training only
-        heads, weights = _scaled_dot_product_attention(q, k, v, mask, dropout_p=dropout_p, return_weights=True)
-        return self.w_o(_merge_heads(heads)), weights  # (batch, heads, T_q, d_h) -> (batch, T_q, d_model)
+        weights = softmax_over_allowed(attention_scores(q, k), mask)  # chapter 4, every head: (batch, heads, T_q, T_k)
+        weights = self._dropped(weights)  # dropout on the weights acts in training only
+        heads = weights @ v  # (batch, heads, T_q, T_k) @ (batch, heads, T_k, d_h) -> (batch, heads, T_q, d_h)
+        return self.w_o(concat_heads(heads)), weights  # (batch, heads, T_q, d_h) -> (batch, T_q, d_model)
 
     def _plain(self, cache) -> bool:
         """True when no option of a later chapter is on: the layer is then :meth:`_multi_head` and nothing else."""
@@ -147,14 +148,15 @@ class MultiHeadAttention(nn.Module):
         key/value cache, grouped-query attention and the fused path (chapter 12)."""
         q, k, v = self._project(x, memory)  # (batch, heads, T_q, d_h), 2 x (batch, n_kv_heads, T_k, d_h)
         if self.q_norm is not None:  # Qwen3's norm of each head's queries and keys (chapter 14)
-            q, k = self.q_norm._normalize(q), self.k_norm._normalize(k)
+            q, k = self.q_norm.normalize(q), self.k_norm.normalize(k)
         offset = 0 if cache is None else cache.length  # the position of x's first row (chapter 12)
         q, k = self._positions(q, k, offset, memory)  # RoPE (chapter 3)
-        k, v = self._cached(k, v, cache)  # the cached past, then the new positions (chapter 12)
+        if cache is not None:  # the cached past, then the new positions (chapter 12)
+            k, v = cache.append(k, v)  # (batch, n_kv_heads, offset + T_q, d_h) each
         mask = self._windowed(mask, q.shape[2], k.shape[2], offset, memory)  # sliding window (chapter 14)
         bias = self._bias(q, k, offset, memory)  # the relative bias (chapter 3): (heads, T_q, T_k) or None
         out, weights = self._attend(q, k, v, mask, bias, return_weights)  # (batch, heads, T_q, d_h)
-        return self.w_o(_merge_heads(out)), weights  # (batch, heads, T_q, d_h) -> (batch, T_q, d_model)
+        return self.w_o(concat_heads(out)), weights  # (batch, heads, T_q, d_h) -> (batch, T_q, d_model)
 
     def _project(self, x: torch.Tensor, memory: torch.Tensor | None):
         """Queries from ``x``, keys and values from ``memory`` (or ``x``), split into their heads."""
@@ -180,21 +182,14 @@ class MultiHeadAttention(nn.Module):
         ``offset``; cross-attention (``memory`` given) and a layer without RoPE leave them as they are."""
         if self.rope is None or memory is not None:
             return q, k
-        return self.rope._rotate(q, offset), self.rope._rotate(k, offset)  # sizes checked in _check and __init__
-
-    def _cached(self, k: torch.Tensor, v: torch.Tensor, cache):
-        """With a cache (chapter 12), the new keys and values are appended to it and all of them come back:
-        ``(batch, n_kv_heads, offset + T_q, d_h)``; without one, ``k`` and ``v`` as they are."""
-        if cache is None:
-            return k, v
-        return cache.append(k, v)
+        return self.rope.rotate(q, offset), self.rope.rotate(k, offset)  # sizes checked in _check and __init__
 
     def _windowed(self, mask, t_q: int, t_k: int, offset: int, memory):
         """With a ``window`` (chapter 14), ``mask`` on the keys attended (a rolling cache keeps only the last ones)
         and the band: query ``offset + i`` sees keys ``offset + i - window + 1 .. offset + i``."""
         if self.window is None or memory is not None:
             return mask
-        band = _sliding_window_mask(t_q, t_k, self.window, offset, offset + t_q - t_k, _device(mask, self))
+        band = window_band(t_q, t_k, self.window, offset, offset + t_q - t_k, _device(mask, self))
         return band if mask is None else mask[..., -t_k:] & band  # (batch, 1, T_q, T_k) & (T_q, T_k)
 
     def _bias(self, q: torch.Tensor, k: torch.Tensor, offset: int, memory: torch.Tensor | None):
@@ -205,13 +200,23 @@ class MultiHeadAttention(nn.Module):
         return self.relative_bias(q.shape[2], k.shape[2], offset)  # (heads, T_q, T_k)
 
     def _attend(self, q, k, v, mask, bias, return_weights: bool):
-        """Chapter 4's equation for every head at once: ``(batch, heads, T_q, d_h)`` and the weights (or None).
-        Each key/value head serves its group of query heads (chapter 12); ``mask`` has its heads dimension."""
+        """Chapter 4's equation for every head at once, with the relative bias added to the scores: ``(batch,
+        heads, T_q, d_h)`` and the weights (None on the fast path). Each key/value head serves its group of query
+        heads (chapter 12); ``mask`` has its heads dimension. The arguments were checked in ``_check``."""
         k, v = _repeat_kv(k, self.n_rep), _repeat_kv(v, self.n_rep)  # (batch, heads, T_k, d_h)
-        result = _scaled_dot_product_attention(  # the arguments were checked in _check
-            q, k, v, mask, bias=bias, dropout_p=self.dropout if self.training else 0.0,
-            return_weights=return_weights, fast=self.fast)
-        return result if return_weights else (result, None)
+        if self.fast and not return_weights:  # PyTorch's fused kernel, the same numbers (chapter 12)
+            return fused_attention(q, k, v, mask, bias, self.dropout if self.training else 0.0), None
+        scores = attention_scores(q, k)  # (batch, heads, T_q, T_k)
+        if bias is not None:  # the relative bias (chapter 3)
+            scores = scores + bias
+        weights = self._dropped(softmax_over_allowed(scores, mask))  # (batch, heads, T_q, T_k)
+        return weights @ v, weights  # (batch, heads, T_q, d_h)
+
+    def _dropped(self, weights: torch.Tensor) -> torch.Tensor:
+        """Dropout on the attention weights, in training only (chapter 5)."""
+        if self.training and self.dropout > 0.0:
+            return F.dropout(weights, self.dropout)
+        return weights
 
     def extra_repr(self) -> str:
         kv = "" if self.n_kv_heads == self.n_heads else f", n_kv_heads={self.n_kv_heads}"

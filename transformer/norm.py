@@ -53,9 +53,9 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check("x", x, self.d_model)
-        return self._normalize(x)
+        return self.normalize(x)
 
-    def _normalize(self, x: torch.Tensor) -> torch.Tensor:  # forward on x already checked (Qwen3's q/k norm)
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:  # forward on x already checked (Qwen3's q/k norm)
         return self.gamma * x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps)
 
     def extra_repr(self) -> str:

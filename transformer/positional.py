@@ -94,9 +94,9 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         _check_rows(x, offset, self.max_len, self.d_model)
-        return self._add(x, offset)
+        return self.add_to(x, offset)
 
-    def _add(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:  # forward on x already checked (a model)
+    def add_to(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:  # forward on x already checked (a model)
         return x + self.table[offset : offset + x.shape[1]]  # (batch, seq, d_model)
 
 
@@ -117,9 +117,9 @@ class LearnedPositionalEncoding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         _check_rows(x, offset, self.max_len, self.d_model)
-        return self._add(x, offset)
+        return self.add_to(x, offset)
 
-    def _add(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:  # forward on x already checked (a model)
+    def add_to(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:  # forward on x already checked (a model)
         return x + self.weight[offset : offset + x.shape[1]]  # (batch, seq, d_model)
 
 
@@ -213,9 +213,9 @@ class RotaryEmbedding(nn.Module):
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         _check_rows(x, offset, self.max_len, self.d_h, "d_h", (2, 3, 4), "(batch, [heads,] seq, d_h)")
-        return self._rotate(x, offset)
+        return self.rotate(x, offset)
 
-    def _rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:  # forward on x already checked (attention)
+    def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:  # forward on x already checked (attention)
         rows = slice(offset, offset + x.shape[-2])
         cos, sin = self.cos[rows].to(x.dtype), self.sin[rows].to(x.dtype)  # (seq, d_h / 2) each
         return _rotate_pairs(x, cos, sin, self.pairs)  # (..., seq, d_h)

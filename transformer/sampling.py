@@ -103,10 +103,10 @@ def sample_next(logits: torch.Tensor, temperature: float = 0.0, generator: torch
     function :func:`~transformer.decoding.next_token`.
     """
     _require_sampling(logits, temperature, top_k, top_p, batch_of_rows=True)
-    return _sample_next(logits, temperature, generator, top_k, top_p)
+    return draw_next(logits, temperature, generator, top_k, top_p)
 
 
-def _sample_next(logits: torch.Tensor, temperature: float, generator: torch.Generator | None, top_k: int | None,
+def draw_next(logits: torch.Tensor, temperature: float, generator: torch.Generator | None, top_k: int | None,
                  top_p: float | None) -> torch.Tensor:
     """:func:`sample_next` on arguments already checked (the loop of :func:`~transformer.decoding.generate`)."""
     if temperature == 0:
@@ -124,10 +124,10 @@ def _require_sampling(logits, temperature, top_k, top_p, batch_of_rows: bool = F
     if batch_of_rows:
         require_rank("logits", logits, (2,), "(batch, vocab)")
     _require_logits(logits)
-    _require_settings(temperature, top_k, top_p, greedy=batch_of_rows)
+    require_sampling_settings(temperature, top_k, top_p, greedy=batch_of_rows)
 
 
-def _require_settings(temperature, top_k, top_p, greedy: bool) -> None:
+def require_sampling_settings(temperature, top_k, top_p, greedy: bool) -> None:
     """A temperature > 0 (or 0 if ``greedy`` decoding is allowed), and the filters ``top_k``, ``top_p`` if given:
     the settings of :func:`sample_next`, which :func:`~transformer.decoding.generate` checks once for every step."""
     if not (greedy and temperature == 0):

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from ._validate import require_number, require_positive_int, require_rank
 from .data import pad_batch
-from .decoding import _max_len_renamed, beam_decode, greedy_decode
+from .decoding import beam_decode, greedy_decode, refuses_max_len
 from .progress import TrainingProgress
 
 
@@ -154,7 +154,7 @@ def fit(model, batches: Iterator, steps: int, loss_fn: Callable | None = None, l
     return losses
 
 
-@_max_len_renamed
+@refuses_max_len
 @torch.no_grad()
 def translate(model, corpus, sentences: Sequence[str], max_new_tokens: int = 12, beam_size: int = 1,
               alpha: float = 1.0) -> list[str]:

@@ -83,7 +83,7 @@ SELF_ATTENTION_MISTAKES = [
     Mistake("transposed weights", "transposed weights: in this book q = x W^Q, i.e. x @ W_q, not x @ W_q.T.",
             lambda x, w_q, w_k, w_v: scaled_dot_product_attention(x @ w_q.T, x @ w_k.T, x @ w_v.T)),
     Mistake("unscaled", "forgot to divide the scores by sqrt(d_k).",
-            lambda x, w_q, w_k, w_v: scaled_dot_product_attention(x @ w_q, x @ w_k, x @ w_v, scale=1.0)),
+            lambda x, w_q, w_k, w_v: ((x @ w_q) @ (x @ w_k).transpose(-2, -1)).softmax(dim=-1) @ (x @ w_v)),
     Mistake("queries and keys swapped", "queries and keys are swapped: the scores are Q K^T, row = query.",
             lambda x, w_q, w_k, w_v: scaled_dot_product_attention(x @ w_k, x @ w_q, x @ w_v)),
 ]

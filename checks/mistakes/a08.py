@@ -14,12 +14,16 @@ import torch.nn.functional as F
 from torch import nn
 
 from transformer.attention import scaled_dot_product_attention
+from transformer.masks import masked_softmax
 
 from ..core import Mistake
 
 
 def _sdpa(q, k, v, mask=None, scale=None):
-    return scaled_dot_product_attention(q, k, v, mask, scale=scale)
+    """Attention with the scores times ``scale`` (by default ``1 / sqrt(d_k)``)."""
+    if scale is None:
+        return scaled_dot_product_attention(q, k, v, mask)
+    return masked_softmax(scale * q @ k.transpose(-2, -1), mask) @ v
 
 
 CROSS_ATTENTION_MISTAKES = [

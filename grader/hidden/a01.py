@@ -9,13 +9,12 @@ input after the call, which only the kernel sees.
 
 from __future__ import annotations
 
-import json
-
 import torch
-from tokenizers import Tokenizer, models, pre_tokenizers, trainers
 
 from checks.answers import count_differences, counts_form
 from grader.hidden import Case, Forbid, Request, calls, generator, reads, rng
+from grader.hidden.a01_bytes import APART, abc_text, byte_problem, learned_merges, random_text
+from grader.hidden.a01_words import SPECIALS, text_exact, vocabulary_judge
 from grader.hidden.judge import as_int, called_again, describe, each_call, entry, fields, kept_inputs
 
 ASSIGNMENT = "01_tokenization"
@@ -26,7 +25,6 @@ FORBIDS = {  # what each exercise's text forbids (its **Do not use:** line; test
     "ex4_word_tokenizer": Forbid("WordLevelTokenizer", ("transformer",)),
     "ex5_byte_tokens": Forbid("byte_tokens", ("transformer.byte_bpe", "tokenizers")),
 }
-SPECIALS = ["<pad>", "<sos>", "<eos>", "<unk>"]
 
 
 def _ids(got, want: list[int], name: str, kinds=(list, tuple)) -> str | None:
@@ -213,47 +211,12 @@ def ex3_merge_pair(seed: int):
                kept_inputs(arglists, ["pair", "words"], "vocabularies"))
 
 
-def _vocabulary_judge(itos):
-    stoi = {w: i for i, w in enumerate(itos)}
-
-    def judge(reply):
-        got, got_stoi = fields(reply, "itos", "stoi")
-        if got is None:
-            return "the tokenizer is missing the attribute itos"
-        if not isinstance(got, list):
-            return f"itos: expected a list of tokens, got {describe(got)}"
-        if got[:4] != SPECIALS:
-            return "itos must start with the four special tokens <pad>, <sos>, <eos>, <unk>, in that order"
-        if len(got) != len(set(map(str, got))):
-            return "itos holds a token more than once; every word comes once"
-        if len(got) < len(itos):
-            return "itos is missing words of the texts"
-        if len(got) > len(itos):
-            return "itos holds tokens that are not words of the texts"
-        if got != itos:
-            return "tokens of itos are in the wrong place: the words come in the order of their first appearance"
-        if got_stoi is None:
-            return "the tokenizer is missing the attribute stoi"
-        if got_stoi != stoi:
-            return "stoi must map every token of itos to its id, and nothing else"
-        return None
-    return judge
-
-
 def _sentence_judge(ids, text):
     def judge(reply):
         encoded, decoded, padded = fields(reply, "encode", "decode", "padded")
-        return (_ids(encoded, ids, "encode", list) or _text_exact(decoded, text, "decode")
-                or _text_exact(padded, text, "decode with two <pad> at the end"))
+        return (_ids(encoded, ids, "encode", list) or text_exact(decoded, text, "decode")
+                or text_exact(padded, text, "decode with two <pad> at the end"))
     return judge
-
-
-def _text_exact(got, want, name):
-    if not isinstance(got, str):
-        return f"{name}: expected a str, got {describe(got)}"
-    if got != want:
-        return f"{name} is wrong (the words of the vocabulary, joined by single spaces, without the special tokens)"
-    return None
 
 
 def ex4_word_tokenizer(seed: int):
@@ -271,7 +234,7 @@ def ex4_word_tokenizer(seed: int):
             if w not in itos:
                 itos.append(w)
     yield Case("WordLevelTokenizer on 6 random sentences: its itos and stoi",
-               Request("a01.tokenizer", {"texts": texts}), _vocabulary_judge(itos))
+               Request("a01.tokenizer", {"texts": texts}), vocabulary_judge(itos))
     mixed = sentence(3, itos[4:]).split() + ["banana", "cheese"]
     mixed = " ".join(mixed[int(i)] for i in torch.randperm(5, generator=g))
     for words, t in [("a random sentence of 5 words of the texts", sentence(5, itos[4:])),
@@ -286,94 +249,26 @@ def ex4_word_tokenizer(seed: int):
 
 # ---------------------------------------------------------------- exercise 5: byte-level BPE
 
-WORDS = ("the", "then", "theme", "banana", "bananas", "apple", "ate", "I", "café", "naïve", "Straße", "über", "déjà",
-         "Ελλάδα", "μήλο", "мир", "日本", "苹果", "我吃了", "Ünïcödé")
-SIGNS = ("!", "?", ".", ",", ":", ";", "...", "(", ")", "-", '"', "'s", "'t", "'ll", "#", "€", "£", "@", "🦜", "🍎",
-         "👍🏽", "_")
-SPACES = (" ", " ", " ", " ", "", "  ", "\n", "\t", " \n", "   ", "\n\n")
-# Characters on which GPT-2's pattern (the regex module's \p{L}, \p{N}) and the exercise's PIECE (Python's re) cut
-# differently (transformer/byte_bpe.py): four separators and six numbers that are not digits. No text holds them.
-APART = {*map(chr, range(0x1C, 0x20)), "²", "³", "¹", "¼", "½", "¾"}
-
-
-def _random_text(r) -> str:
-    """Words (accents, Greek, Cyrillic, Chinese), numbers, signs and emoji, with white space between some."""
-    parts = []
-    for _ in range(r.randint(3, 12)):
-        kind = r.random()
-        if kind < 0.55:
-            word = r.choice(WORDS)
-            parts.append(word.capitalize() if r.random() < 0.2 else word)
-        elif kind < 0.7:
-            parts.append(str(r.randint(0, 10 ** r.randint(1, 5))))
-        else:
-            parts.append(r.choice(SIGNS))
-        parts.append(r.choice(SPACES))
-    return "".join(parts)
-
-
-def _abc_text(r) -> str:
-    """Words of the letters a, b, c (whose merges overlap a lot), between runs of one to three spaces."""
-    return "".join(r.choice((" ", "  ", "   ")) + "".join(r.choices("abc", k=r.randint(2, 7)))
-                   for _ in range(r.randint(4, 8)))
-
-
-def _byte_level(tok: Tokenizer) -> Tokenizer:
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    return tok
-
-
-def _learned(texts: list[str], n: int) -> list[tuple[str, str]]:
-    """The first ``n`` merges ``tokenizers``' BpeTrainer learns on ``texts``, starting from the 256 bytes."""
-    tok = _byte_level(Tokenizer(models.BPE()))
-    trainer = trainers.BpeTrainer(vocab_size=256 + n, min_frequency=0, special_tokens=[], show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(texts, trainer)
-    merges = json.loads(tok.to_str())["model"]["merges"]
-    return [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in merges]
-
-
-def _byte_bpe_tokens(text: str, merges) -> list[str]:
-    """The tokens of ``text`` by ``tokenizers``' byte-level BPE with ``merges``."""
-    vocab = {char: i for i, char in enumerate(sorted(pre_tokenizers.ByteLevel.alphabet()))}
-    for a, b in merges:
-        vocab.setdefault(a + b, len(vocab))
-    return _byte_level(Tokenizer(models.BPE(vocab=vocab, merges=list(merges)))).encode(text).tokens
-
-
-def _byte_problem(got, text, merges) -> str | None:
-    if not isinstance(got, list):
-        return f"expected a list of tokens (str), got {describe(got)}"
-    if not all(isinstance(t, str) for t in got):
-        return f"a token is {describe(next(t for t in got if not isinstance(t, str)))}; expected a str"
-    want = _byte_bpe_tokens(text, merges)
-    if got == want:
-        return None
-    if "".join(got) != "".join(want):
-        return "the tokens do not spell the UTF-8 bytes of the text, one printable character per byte (GPT-2's map)"
-    return "the tokens spell the bytes of the text, but they are merged wrongly"
-
-
 def ex5_byte_tokens(seed: int):
     r = rng(seed, "ex5_byte_tokens")
-    plain = [[_random_text(r), []] for _ in range(4)]
+    plain = [[random_text(r), []] for _ in range(4)]
     yield Case("byte_tokens without merges on 4 random texts of words (with accents, Greek, Cyrillic, Chinese), "
                "numbers, signs, emoji and white space: one token per byte (exact)",
-               _each_request("byte_tokens", plain), each_call(plain, _byte_problem, what="texts"))
+               _each_request("byte_tokens", plain), each_call(plain, byte_problem, what="texts"))
     latin = [chr(c) for c in range(256) if chr(c) not in APART]
     r.shuffle(latin)
     every = [["".join(latin), []]]
     yield Case("byte_tokens without merges on the characters U+0000 to U+00FF in a random order (but four "
                "separators and six numbers that GPT-2's pattern cuts otherwise): one token per byte (exact)",
-               _each_request("byte_tokens", every), each_call(every, _byte_problem, what="texts"))
-    corpus = [_random_text(r) for _ in range(12)]
-    merges = _learned(corpus, 60)
-    learned = [[text, merges] for text in corpus[:3] + [_random_text(r) for _ in range(5)]]
+               _each_request("byte_tokens", every), each_call(every, byte_problem, what="texts"))
+    corpus = [random_text(r) for _ in range(12)]
+    merges = learned_merges(corpus, 60)
+    learned = [[text, merges] for text in corpus[:3] + [random_text(r) for _ in range(5)]]
     yield Case("byte_tokens with the first 60 merges that tokenizers' BpeTrainer learns on 12 random texts, on 3 of "
                "them and on 5 other random texts (exact)",
-               _each_request("byte_tokens", learned), each_call(learned, _byte_problem, what="texts"))
-    merges = _learned([_abc_text(r) for _ in range(10)], 30)
-    abc = [[_abc_text(r), merges] for _ in range(8)]
+               _each_request("byte_tokens", learned), each_call(learned, byte_problem, what="texts"))
+    merges = learned_merges([abc_text(r) for _ in range(10)], 30)
+    abc = [[abc_text(r), merges] for _ in range(8)]
     yield Case("byte_tokens with the first 30 merges that tokenizers' BpeTrainer learns on 10 random texts of words "
                "of the letters a, b, c between runs of one to three spaces, on 8 other such texts (exact)",
-               _each_request("byte_tokens", abc), each_call(abc, _byte_problem, what="texts"))
+               _each_request("byte_tokens", abc), each_call(abc, byte_problem, what="texts"))

@@ -72,7 +72,7 @@ class AttentionExplorer(Explorer):
                                 description="query")
         self.stretch = w.FloatLogSlider(value=1.0, base=10, min=-1, max=1.5, step=0.05,
                                         description="stretch", readout_format=".2f")
-        self._layout([self.query, self.stretch])
+        self.lay_out([self.query, self.stretch])
 
     @property
     def weights(self) -> torch.Tensor:

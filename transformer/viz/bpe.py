@@ -49,7 +49,7 @@ class BPEExplorer(Explorer):
         require_int("merges", start, 0, n)
         self.merges = w.IntSlider(value=start, min=0, max=n, description="merges")
         self.text = w.Text(value=text, description="text", continuous_update=False)
-        self._layout([self.merges, self.text])
+        self.lay_out([self.merges, self.text])
 
     @property
     def tokenizer(self) -> BPETokenizer:

@@ -70,7 +70,7 @@ class DecodingExplorer(Explorer):
         self.temperature = w.FloatLogSlider(value=1.0, base=10, min=-1.5, max=1.0, step=0.05,
                                             description="temperature", readout_format=".2f")
         self.seed = w.IntSlider(value=seed, min=0, max=99, description="seed")
-        self._layout([self.temperature, self.seed])
+        self.lay_out([self.temperature, self.seed])
 
     def _static_grid(self) -> dict:
         """The page stores temperatures by tenths of a decade and seeds 0 to 19 (live, finer and 0 to 99)."""

@@ -44,7 +44,7 @@ class EmbeddingScaleExplorer(Explorer):
         self.std = w.FloatLogSlider(value=1.0, base=10, min=-3, max=0.5, step=0.05, description="std of E",
                                     readout_format=".4f")
         self.scale = w.Checkbox(value=False, description="lookup × sqrt(d_model)")
-        self._layout([self.d_model, self.std, self.scale])
+        self.lay_out([self.d_model, self.std, self.scale])
 
     @property
     def weight(self) -> torch.Tensor:

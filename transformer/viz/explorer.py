@@ -1,7 +1,7 @@
 """What every chapter's explorer shares: rows of controls above an HTML view, live in a kernel and
 working on the static page of the book.
 
-An explorer builds its controls, then calls ``self._layout(...)``: the controls
+An explorer builds its controls, then calls ``self.lay_out(...)``: the controls
 are laid out (a list is one row), ``self.view`` is an empty ``HTML`` below
 them, every control redraws the view through the explorer's ``_update``, and
 the view is drawn once. Displaying the explorer displays ``self.widget``.
@@ -91,16 +91,16 @@ class Explorer:
     _widget = None
     _storing = False
 
-    def _layout(self, *rows, watch=None) -> None:
+    def lay_out(self, *rows, watch=None) -> None:
         """``rows``: widgets, or lists of widgets shown side by side; ``watch``: the controls that
         redraw the view (default: all of them)."""
         import ipywidgets as w
 
-        self._rows = [list(row) if isinstance(row, list) else row for row in rows]
-        self.controls = [c for row in self._rows for c in (row if isinstance(row, list) else [row])]
+        self.control_rows = [list(row) if isinstance(row, list) else row for row in rows]
+        self.controls = [c for row in self.control_rows for c in (row if isinstance(row, list) else [row])]
         self.view = w.HTML()
         self.view.add_class("explorer-view")  # announced on change in the book (book/_static/accessibility.js)
-        self._live = w.VBox([w.HBox(row) if isinstance(row, list) else row for row in self._rows] + [self.view])
+        self._live = w.VBox([w.HBox(row) if isinstance(row, list) else row for row in self.control_rows] + [self.view])
         self._live.add_class("explorer-live")
         for control in self.controls if watch is None else watch:
             control.observe(self._redraw, names="value")
@@ -197,7 +197,7 @@ class Explorer:
     def static_views(self) -> tuple[list, dict]:
         """The stored grid: the precomputable controls in nesting order, and ``{index tuple: view}``
         over the grid (indices in that order); every control is back at its value afterwards."""
-        order, override, tree = self._static_tree()
+        order, override, tree = self.static_tree()
         views = {}
 
         def walk(node, path):
@@ -210,7 +210,7 @@ class Explorer:
         walk(tree, [])
         return order, views
 
-    def _static_tree(self):
+    def static_tree(self):
         from contextlib import ExitStack
 
         override = dict(self._static_grid())

@@ -49,7 +49,7 @@ class HeadPatternExplorer(Explorer):
         self.scores = {name: torch.as_tensor(s).detach() for name, s in scores.items()}
         self.layer = w.Dropdown(options=list(range(layers)), value=0, description="layer")
         self.head = w.Dropdown(options=list(range(heads)), value=0, description="head")
-        self._layout([self.layer, self.head])
+        self.lay_out([self.layer, self.head])
 
     @property
     def weights(self) -> torch.Tensor:
@@ -83,7 +83,7 @@ class LogitLensExplorer(Explorer):
         self.position = w.Dropdown(options=[(f"{i}: {t}", i) for i, t in enumerate(self.tokens)], value=position,
                                    description="position")
         self.depth = w.Dropdown(options=[(name, i) for i, name in enumerate(depth_names)], value=0, description="after")
-        self._layout([self.position, self.depth])
+        self.lay_out([self.position, self.depth])
 
     @property
     def top(self) -> list[tuple[str, float]]:

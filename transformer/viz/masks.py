@@ -107,7 +107,7 @@ class MaskExplorer(Explorer):
                                    value=sentence, description="sentence")
         self.cut = w.IntSlider(value=0, min=0, max=min(len(s) for s in self.sentences), description="cut off")
         self.query = w.IntSlider(value=query, min=0, max=self.seq_len - 1, description="query")
-        self._layout([self.causal, self.mask_padding], self.side, [self.sentence, self.cut], self.query)
+        self.lay_out([self.causal, self.mask_padding], self.side, [self.sentence, self.cut], self.query)
 
     @property
     def lengths(self) -> list[int]:
@@ -196,7 +196,7 @@ class CrossAttentionExplorer(Explorer):
         self.query = w.Dropdown(options=[(q, i) for i, q in enumerate(self.queries)], value=query,
                                 description="decoder")
         self.mask_padding = w.Checkbox(value=True, description="mask the source padding")
-        self._layout([self.query, self.mask_padding])
+        self.lay_out([self.query, self.mask_padding])
 
     @property
     def mask(self) -> torch.Tensor:

@@ -59,7 +59,7 @@ class HeadExplorer(Explorer):
         self.head = w.Dropdown(options=names, value=names[0], description="head")
         self.query = w.Dropdown(options=[(t, i) for i, t in enumerate(self.tokens)], value=query,
                                 description="query")
-        self._layout([self.head, self.query])
+        self.lay_out([self.head, self.query])
 
     @property
     def weights(self) -> torch.Tensor:
@@ -100,7 +100,7 @@ class HeadCountExplorer(Explorer):
         self.d_model, self.batch, self.seq = d_model, batch, seq
         self.n_heads = w.Dropdown(options=_divisors(d_model), value=n_heads, description="heads h")
         self._counts: dict[int, int] = {}
-        self._layout(self.n_heads)
+        self.lay_out(self.n_heads)
 
     @property
     def d_h(self) -> int:

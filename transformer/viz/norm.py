@@ -61,7 +61,7 @@ class NormExplorer(Explorer):
         self.scale = w.FloatLogSlider(value=1.0, base=10, min=-2, max=2, step=0.05, description="scale",
                                       readout_format=".2f")
         self.shift = w.FloatSlider(value=0.0, min=-10.0, max=10.0, step=0.1, description="shift")
-        self._layout(self.norm, [self.scale, self.shift])
+        self.lay_out(self.norm, [self.scale, self.shift])
 
     def _static_grid(self) -> dict:
         """The page stores scales 0.01 to 100 by decades and shifts -10 to 10 by 1 (live, finer)."""

@@ -35,7 +35,7 @@ class OnlineSoftmaxExplorer(Explorer):
         n = self.scores.shape[0]
         self.block = w.ToggleButtons(options=list(self.BLOCKS), value=block, description="tile size")
         self.read = w.IntSlider(value=n, min=1, max=n, description="keys read")
-        self._layout([self.block, self.read])
+        self.lay_out([self.block, self.read])
 
     @property
     def steps(self) -> list[dict]:

@@ -59,7 +59,7 @@ class CacheCostExplorer(Explorer):
         self.kind = w.Dropdown(options=list(KINDS), value=kind, description="attention")
         self.context = w.SelectionSlider(options=[(f"{c:,}", c) for c in CONTEXTS], value=context,
                                          description="context")
-        self._layout([self.model, self.kind], self.context)
+        self.lay_out([self.model, self.kind], self.context)
 
     @property
     def bytes(self) -> dict[str, int]:
@@ -103,7 +103,7 @@ class ExpertLoadExplorer(Explorer):
             raise ValueError(f"loads: expected a load for every k and balancing, got none for {missing}")
         self.k = w.ToggleButtons(options=ks, value=ks[0], description="top-k")
         self.balancing = w.ToggleButtons(options=ways, value=ways[0], description="balancing")
-        self._layout([self.k, self.balancing])
+        self.lay_out([self.k, self.balancing])
 
     @property
     def shares(self) -> torch.Tensor:

@@ -69,7 +69,7 @@ class SinusoidalExplorer(Explorer):
         self.dimension = w.IntSlider(value=dimension, min=0, max=d_model - 1, description="dimension")
         self.base = w.FloatLogSlider(value=10000.0, base=10, min=1, max=5, step=0.25, description="base",
                                      readout_format=".0f")
-        self._layout([self.position, self.dimension, self.base])
+        self.lay_out([self.position, self.dimension, self.base])
 
     def _static_grid(self) -> dict:
         """The page stores every dimension, the first positions and a few far ones, and the bases
@@ -148,7 +148,7 @@ class RopeExplorer(Explorer):
         self.t = w.IntSlider(value=t, min=0, max=max_position, description="query t")
         self.i = w.IntSlider(value=i, min=0, max=max_position, description="key i")
         self.shift = w.IntSlider(value=0, min=0, max=max_position, description="move both")
-        self._layout([self.t, self.i, self.shift])
+        self.lay_out([self.t, self.i, self.shift])
 
     def _static_grid(self) -> dict:
         """The page stores positions 0 to 8 for each slider (live, 0 to ``max_position``)."""

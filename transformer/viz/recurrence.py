@@ -75,7 +75,7 @@ class RecurrenceExplorer(Explorer):
         self.n = w.IntSlider(value=n, min=2, max=max_n, description="words n")
         self.factor = w.FloatSlider(value=factor, min=0.5, max=1.0, step=0.01, description="factor",
                                     readout_format=".2f")
-        self._layout([self.n, self.factor])
+        self.lay_out([self.n, self.factor])
 
     def _static_grid(self) -> dict:
         """The page stores every n and the factors the chapter discusses."""

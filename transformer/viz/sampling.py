@@ -31,7 +31,7 @@ class SamplingExplorer(Explorer):
         self.temperature = w.FloatSlider(value=1.0, min=0.5, max=2.0, step=0.5, description="temperature")
         self.top_k = w.IntSlider(value=0, min=0, max=10, description="top-k")
         self.top_p = w.FloatSlider(value=1.0, min=0.5, max=1.0, step=0.1, description="top-p")
-        self._layout(self.prompt, [self.temperature, self.top_k, self.top_p])
+        self.lay_out(self.prompt, [self.temperature, self.top_k, self.top_p])
 
     def _static_grid(self) -> dict:
         return {self.top_k: [0, 1, 3, 5, 8], self.top_p: [0.5, 0.8, 0.9, 1.0]}  # stored on the page; live: all

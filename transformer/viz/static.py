@@ -267,14 +267,15 @@ def static_part(explorer):
     hidden in a kernel (the book's stylesheet shows it)."""
     import ipywidgets as w
 
-    order, _, tree = explorer._static_tree()
+    order, _, tree = explorer.static_tree()
     shown = [c for c in explorer.controls if c in order]  # display order: the key of data-k
     shared = _shared_copies(tree, order, shown)
     frames, sheet, scope = _frames(_frame_keys(tree, shown), type(explorer).__name__)
     root = w.Stack([_stacks(tree, frames, shared, shown)], selected_index=0)
     root.add_class("explorer-view")  # announced on change in the book (book/_static/accessibility.js)
     style = w.HTML(f"<style>{sheet}</style>", layout=w.Layout(display="none"))
-    static = w.VBox([style, *_control_rows(explorer._rows, shared, order), root], layout=w.Layout(display="none"))
+    controls = _control_rows(explorer.control_rows, shared, order)
+    static = w.VBox([style, *controls, root], layout=w.Layout(display="none"))
     static.add_class("explorer-static")
     static.add_class(scope)
     return static

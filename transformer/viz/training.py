@@ -62,7 +62,7 @@ class TranslationExplorer(Explorer):
         longest = max(len(self._result(s)[1]) for s in self.sentences)
         self.sentence = w.Dropdown(options=self.sentences, value=self.sentences[0], description="English")
         self.word = w.Dropdown(options=[(str(i + 1), i) for i in range(longest)], value=0, description="German word")
-        self._layout([self.sentence, self.word])
+        self.lay_out([self.sentence, self.word])
 
     def _result(self, sentence: str):
         if sentence not in self._cache:

@@ -50,12 +50,21 @@ class Book:
                    held, sandboxed=not self.unsafe)
 
 
-    def never_ran(self, sub) -> None:
-        """A submission none of whose exercises was graded (unreadable, or its kernel never answered): score 0,
-        and a page that says why."""
-        sub.note("no exercise could be graded: score 0")
-        (self.out / "feedback" / f"{sub.student}.html").write_text(
-            feedback.problem_page(sub.student, self.assignment, sub.problems), encoding="utf-8")
+    def finish(self, subs: list, saved: list, forget_others: bool) -> None:
+        """Once every submission has run: the results ``saved`` from an earlier run (submission, record) into the
+        gradebook with their pages made again; with ``forget_others``, the gradebook forgets every student without
+        a graded submission now; and a submission none of whose exercises was graded (unreadable, or its kernel
+        never answered) scores 0, with a page that says why."""
+        for sub, record in saved:
+            self.keep(sub, record)
+        if forget_others:
+            kept = {s.student for s in subs if s.status == "graded" and s.graded}
+            gradebook.forget(self.db_url, self.assignment, kept)
+        for sub in subs:
+            if sub.status != "superseded" and not sub.graded:
+                sub.note("no exercise could be graded: score 0")
+                (self.out / "feedback" / f"{sub.student}.html").write_text(
+                    feedback.problem_page(sub.student, self.assignment, sub.problems), encoding="utf-8")
 
 
 def write_page(out: Path, assignment: str, student: str, nb, verdicts: dict, problems: list[str], flags: list[str],

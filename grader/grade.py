@@ -200,13 +200,7 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options, pool) -> int:
         progress.close()
     run_info.update(graded_s=round(progress.elapsed(), 1), estimate_error=progress.estimate_errors())
     results.write_run(out, run_info)
-    for sub, record in saved:  # results kept from an earlier run: the gradebook and the page made again
-        book.keep(sub, record)
-    if not opts.only and not opts.resume:
-        gradebook.forget(db_url, assignment, {s.student for s in graded if s.graded})
-    for sub in subs:
-        if sub.status != "superseded" and not sub.graded:
-            book.never_ran(sub)
+    book.finish(subs, saved, forget_others=not opts.only and not opts.resume)
     rows = report.rows(subs, max_points, unsafe, book)
     report.write_csv(out, rows, list(max_points))
     report.write_summary(out, rows, list(max_points), max_points)

@@ -164,7 +164,8 @@ def test_a_peer_that_sends_heartbeats_is_refused_and_pyzmq_sends_none_by_default
 
 
 def test_a_peer_that_is_not_zmtp_3_without_security_is_refused(tmp_path):
-    """A listener that answers with a ZMTP 2.0 greeting (or anything else) is not a kernel's socket."""
+    """A listener that answers with the greeting of an older version (here ZMTP 2.0's revision, with everything else
+    as 3.0 has it) is not a kernel's socket."""
     import socket
     import threading
 
@@ -175,7 +176,7 @@ def test_a_peer_that_is_not_zmtp_3_without_security_is_refused(tmp_path):
 
     def answer():
         peer, _ = listener.accept()
-        peer.sendall(b"\xff" + bytes(8) + b"\x7f" + b"\x01\x05" + bytes(52))  # revision 1: ZMTP 2.0
+        peer.sendall(b"\xff" + bytes(8) + b"\x7f" + b"\x01\x00" + b"NULL".ljust(52, b"\0"))  # revision 1: ZMTP 2.0
         peer.recv(64)
         peer.close()
 

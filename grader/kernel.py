@@ -3,6 +3,14 @@
 Nothing the kernel sends is trusted: outputs are kept as data for the feedback page (bounded in
 size), and a kernel that stops answering is interrupted, then killed with everything it started.
 
+The grader runs the kernel itself, with jupyter_client's public API only: it writes the connection file
+(``write_connection_file``), signs and checks messages with a ``Session``, starts the sandbox's command as a
+process of its own session, interrupts with a message on the control channel (a signal would reach bubblewrap,
+not the kernel), and stops a kernel by killing that session (bubblewrap, and with it everything inside). It
+uses no ``KernelManager``: bounding what a kernel sends through one meant overriding its private methods, which
+an upgrade of jupyter_client may rename or call differently, while the connection file, the session and the
+wire protocol are published and versioned. ``tests/test_jupyter_client_public.py`` keeps it so.
+
 The grader speaks ZeroMQ's wire protocol (ZMTP 3.0) to the kernel's sockets itself, over their unix
 sockets, and holds no ZeroMQ socket of its own (``grader/wire.py`` says why). Of the kernel's channels
 the grader reads only IOPub; it writes requests to the shell and control sockets and never reads
@@ -12,7 +20,10 @@ then in the kernel's own memory); stdin and the heartbeat are never connected.
 
 from __future__ import annotations
 
+import os
 import queue
+import secrets
+import signal
 import subprocess
 import sys
 import time
@@ -20,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-from jupyter_client import KernelManager
+from jupyter_client import write_connection_file
+from jupyter_client.session import Session
 
 from grader import limits, sandbox
 from grader.wire import Refused, Wire
@@ -28,26 +40,9 @@ from grader.wire import Refused, Wire
 # fixed words: nothing the kernel chose
 OVERSIZED = (f"sent a message larger than {limits.MAX_MESSAGE_BYTES // 2**20} MiB or of more than "
              f"{limits.MAX_FRAMES} parts; the grader stopped reading and stopped the kernel")
-
-
-class SandboxedKernelManager(KernelManager):
-    """jupyter_client's manager, with the kernel command wrapped in the sandbox; it starts and kills the kernel's
-    process, and opens no socket to it (the manager's own control socket would queue what the kernel sends it)."""
-
-    box: Path
-    sock: Path
-    limits: sandbox.Limits = sandbox.Limits()
-
-    def format_kernel_cmd(self, extra_arguments=None):
-        inner = super().format_kernel_cmd(extra_arguments)
-        sandbox.give(Path(self.connection_file))  # written just now by the grader, into a new folder
-        return sandbox.command(self.box, self.sock, inner, self.limits)
-
-    def _connect_control_socket(self) -> None:
-        """None: the grader interrupts through its own control :class:`Wire`."""
-
-    async def _async_interrupt_kernel(self) -> None:
-        """Nothing before a kill (``shutdown_kernel(now=True)``): the grader interrupts through its own wire."""
+# The kernel's channels and their "ports": over ipc, the kernel binds the unix socket ``<ip>-<port>`` for each.
+PORTS = {"shell": 1, "iopub": 2, "stdin": 3, "control": 4, "hb": 5}
+WIRES = (("iopub", b"SUB"), ("shell", b"DEALER"), ("control", b"DEALER"))  # the channels the grader connects
 
 
 @dataclass
@@ -68,7 +63,8 @@ class Kernel:
         """``box``: a folder made by :func:`grader.sandbox.new_box`."""
         self.box, self.limits = box, limits or sandbox.Limits()
         self.starts = 0
-        self.km: SandboxedKernelManager | None = None
+        self.process: subprocess.Popen | None = None  # the sandbox's command, leader of its own session
+        self.session: Session | None = None  # signs the grader's requests and checks the kernel's messages
         self.wires: dict[str, Wire] = {}
         self.last_exit = None  # the exit status of the last kernel stopped
 
@@ -88,19 +84,20 @@ class Kernel:
         sock = self.box / f"sock{self.starts}"  # new for every kernel: nothing the last one left in it
         sock.mkdir(mode=0o755)
         sandbox.give(sock)
-        km = SandboxedKernelManager(kernel_name="python3", transport="ipc", ip=str(sock / "k"),
-                                    connection_file=str(sock / "kernel.json"))
-        km.box, km.sock, km.limits = self.box, sock, self.limits
-        km.kernel_spec.interrupt_mode = "message"  # a signal would reach bwrap, not the kernel
-        km.kernel_spec.argv = [sys.executable, "-m", "kernel_side.launcher", "-f", "{connection_file}"]  # no debugger
-        km.start_kernel(cwd=str(self.box), env={"PATH": "/usr/bin:/bin"}, stdout=subprocess.DEVNULL,
-                        stderr=subprocess.DEVNULL)
-        self.km = km
+        self.session = Session(key=secrets.token_hex(32).encode(), signature_scheme="hmac-sha256")
+        connection, ip = sock / "kernel.json", str(sock / "k")
+        write_connection_file(str(connection), ip=ip, key=self.session.key, transport="ipc",
+                              signature_scheme="hmac-sha256", kernel_name="python3",
+                              **{f"{name}_port": port for name, port in PORTS.items()})
+        sandbox.give(connection)
+        inner = [sys.executable, "-m", "kernel_side.launcher", "-f", str(connection)]  # ipykernel, no debugger
+        self.process = subprocess.Popen(sandbox.command(self.box, sock, inner, self.limits), cwd=self.box,
+                                        env={"PATH": "/usr/bin:/bin"}, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + limits.READY_S
         try:
-            for name, kind in (("iopub", b"SUB"), ("shell", b"DEALER"), ("control", b"DEALER")):
-                path = f"{km.ip}-{getattr(km, name + '_port')}"
-                self.wires[name] = Wire(path, kind, deadline, self.alive)
+            for name, kind in WIRES:
+                self.wires[name] = Wire(f"{ip}-{PORTS[name]}", kind, deadline, self.alive)
             self.wires["iopub"].send([b"\x01"])  # subscribe to every topic (ZMTP 3.0: a message)
             self._wait_ready(deadline)
         except (OSError, EOFError, Refused, queue.Empty) as e:
@@ -125,8 +122,8 @@ class Kernel:
 
     def _request(self, channel: str, kind: str, content: dict) -> str:
         """Send a request on the shell or control channel; its id."""
-        msg = self.km.session.msg(kind, content)
-        self.wires[channel].send(self.km.session.serialize(msg))
+        msg = self.session.msg(kind, content)
+        self.wires[channel].send(self.session.serialize(msg))
         return msg["header"]["msg_id"]
 
     def _next(self, timeout: float) -> dict | None:
@@ -135,38 +132,38 @@ class Kernel:
         time, Refused past the bounds, EOFError once the kernel closed IOPub."""
         frames = self.wires["iopub"].recv(timeout)
         try:
-            _, parts = self.km.session.feed_identities(frames)
+            _, parts = self.session.feed_identities(frames)
             if any(len(part) > limits.MAX_HEADER_BYTES for part in parts[1:4]):  # header, parent header, metadata
                 return None
             small = len(parts) < 5 or len(parts[4]) <= limits.MAX_DECODED_BYTES
-            return self.km.session.deserialize(parts, content=small)
+            return self.session.deserialize(parts, content=small)
         except Exception:  # noqa: BLE001 - a message the kernel forged (a replayed signature, bad parts): skipped
             return None
 
     def exit_code(self):
         """The sandbox's exit status once it stopped (bubblewrap passes on the kernel's), else None."""
-        if self.km is None:
-            return self.last_exit
-        try:
-            return self.km.provisioner.process.poll()
-        except AttributeError:
-            return None
+        return self.last_exit if self.process is None else self.process.poll()
 
     def alive(self) -> bool:
-        return self.km is not None and self.km.is_alive()
+        return self.process is not None and self.process.poll() is None
 
     def stop(self) -> None:
+        """The kernel killed with its whole sandbox: its session (bubblewrap outside), whose death ends the
+        sandbox's processes inside (``--die-with-parent``, its own pid namespace); then :func:`sandbox.reap`."""
         for wire in self.wires.values():
             wire.close()
         self.wires = {}
-        if self.km is not None:
-            process = getattr(self.km.provisioner, "process", None)
+        if self.process is not None:
+            if self.process.poll() is None:  # not yet waited for: its pid is still its session's
+                try:
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             try:
-                self.km.shutdown_kernel(now=True)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
-            self.last_exit = process.poll() if process is not None else None
-        self.km = None
+                self.last_exit = self.process.wait(limits.REAP_S)
+            except subprocess.TimeoutExpired:
+                self.last_exit = None
+        self.process = None
         sandbox.reap()
 
     def execute(self, code: str, timeout: float, max_chars: int = limits.MAX_OUTPUT_CHARS) -> Outcome:

@@ -5,6 +5,16 @@ its count of frames nor its whole size, and it holds a whole message before hand
 message of many large frames (views of one buffer, which cost the kernel nothing) would take all the grader's
 memory. A :class:`Wire` reads frame by frame and stops, unread, at the first frame that would take a message past
 its bounds (``MAX_FRAMES``, ``MAX_MESSAGE_BYTES`` in ``grader/limits.py``), raising :class:`Refused`.
+
+Why the protocol rather than a ZeroMQ client in a process of its own under a memory limit: ZMTP 3.0 is a published,
+versioned spec (RFC 23, rfc.zeromq.org/spec/23), and libzmq answers a peer that greets it as 3.0 in 3.0 (it keeps a
+handshake for every older version): what the grader relies on is a promise libzmq makes to every peer, not a detail
+of one release. A bound in bytes per message, checked at each frame's header, is exact, where a memory limit bounds
+only a whole process (libzmq aborts when an allocation fails), and that process would cost another Python and
+jupyter_client's import at every kernel start. Beyond RFC 23 the wire relies on two things libzmq does: it takes a
+subscription as a message (3.0's form) from a 3.0 peer, and it sends no command after the handshake unless a socket
+sets heartbeats (``ZMQ_HEARTBEAT_IVL``), which a kernel's do not. ``tests/test_wire.py`` checks all of it against
+the pinned pyzmq's own sockets.
 """
 
 from __future__ import annotations

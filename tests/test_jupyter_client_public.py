@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ast
 
-from tools.paths import ROOT
+from layout.paths import ROOT
 
 LIBRARY = "jupyter_client"
 BY_NAME = ("getattr", "setattr", "hasattr", "delattr")

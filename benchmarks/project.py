@@ -46,8 +46,8 @@ def bench_nbval(runs: int = 3) -> dict:
 
 def _bare_kernel(box: Path) -> dict:
     """The floor of one submission: a sandboxed kernel started in its box, ``import torch`` done, stopped."""
-    from grader import sandbox
-    from grader.kernel import Kernel
+    from grader.running import sandbox
+    from grader.running.kernel import Kernel
 
     sandbox.give(box / "out")
     kernel = Kernel(box)
@@ -62,7 +62,7 @@ def _bare_kernel(box: Path) -> dict:
 def grading_floor(n: int, jobs: int = 2) -> float:
     """Seconds per submission of ``n`` bare kernels (:func:`_bare_kernel`) on ``jobs`` grading workers: what no
     grading of a notebook that imports PyTorch can go below."""
-    from grader import workers
+    from grader.running import workers
 
     lost = []
     t = time.perf_counter()

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from grader import cluster
 from grader.grade import ROOT, Options, grade
+from grader.running import cluster
 
 
 def _positive(text: str) -> int:

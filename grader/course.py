@@ -1,5 +1,5 @@
 """The term at a glance: every graded assignment joined per student, in ``grading/course.csv``, and a page with
-a picture of the class over the term, ``grading/course.html`` (drawn by ``grader/course_page.py``).
+a picture of the class over the term, ``grading/course.html`` (drawn by ``grader/reporting/course_page.py``).
 
 ``python -m grader.course [--grading DIR] [--out DIR]`` (or ``make gradebook``). An assignment counts once its
 grading run has left ``grading/<id>/_nbgrader/gradebook.db``; its scores are read from that gradebook, so points
@@ -17,9 +17,9 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import roster
-from grader.course_page import cell, page
-from grader.roster import Enrolled
+from grader.collecting import roster
+from grader.collecting.roster import Enrolled
+from grader.reporting.course_page import cell, page
 from grader.safe_text import clean
 from layout.paths import ROOT, assignments
 

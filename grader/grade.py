@@ -1,9 +1,9 @@
 """Grade a class: collect -> sandboxed run -> verdicts -> gradebook -> feedback -> report.
 
-Every submission runs in its own sandbox (``grader/sandbox.py``), ``jobs`` at a time on this machine
-(``grader/workers.py``) or on a dask cluster's workers (``grader/cluster.py``), and its worker returns its final
-verdicts. The gradebook, the feedback pages and the report are made here, outside every sandbox.
-Each submission's result is saved as soon as it is ready (``grader/results.py``), so a run that stops loses
+Every submission runs in its own sandbox (``grader/running/sandbox.py``), ``jobs`` at a time on this machine
+(``grader/running/workers.py``) or on a dask cluster's workers (``grader/running/cluster.py``), and its worker returns
+its final verdicts. The gradebook, the feedback pages and the report are made here, outside every sandbox.
+Each submission's result is saved as soon as it is ready (``grader/recording/results.py``), so a run that stops loses
 nothing already graded, ``--resume`` finishes it, and ``--only`` grades some students again and keeps the rest.
 """
 
@@ -16,11 +16,15 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader import cluster, collect, feedback, gradebook, limits, report, results, sandbox, workers
-from grader.bookkeeping import Book
-from grader.forbidden import findings, forbids
+from grader import limits
+from grader.collecting import collect
+from grader.judging.forbidden import findings, forbids
 from grader.progress import Progress
-from grader.run import grade_in_sandbox
+from grader.recording import feedback, gradebook, results
+from grader.recording.bookkeeping import Book
+from grader.reporting import report
+from grader.running import cluster, sandbox, workers
+from grader.running.run import grade_in_sandbox
 from grader.seed import run_seed
 from layout.env import venv_env
 from layout.paths import ROOT, assignments, kernel_read_roots, notebook_path
@@ -100,7 +104,7 @@ def _refusal(assignment: str, submissions: Path, opts: Options) -> str | None:
     if opts.only and opts.resume:
         return "--only and --resume: expected one of them, got both"
     if opts.export:
-        from grader.export import check
+        from grader.reporting.export import check
 
         kind, path = opts.export
         if not path.is_file():
@@ -204,7 +208,7 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options, pool) -> int:
     rows = report.rows(subs, max_points, unsafe, book)
     report.write_csv(out, rows, list(max_points))
     report.write_summary(out, rows, list(max_points), max_points)
-    from grader import similarity
+    from grader.reporting import similarity
 
     found = similarity.report(release, book.notebooks, out / "similarity.html", notebook_path("solutions", assignment),
                               similarity.THRESHOLD if opts.similar is None else opts.similar)
@@ -280,8 +284,8 @@ def _run_all(assignment: str, ready: list, book: Book, progress: Progress, pool,
 
 def _export(out: Path, rows: list[dict], assignment: str, opts: Options) -> dict | None:
     """Grades, roster and feedback zip for the platform (``--export``); None if it failed (said)."""
-    from grader.export import export
-    from grader.handback import feedback_zip
+    from grader.recording.handback import feedback_zip
+    from grader.reporting.export import export
 
     kind, path = opts.export
     try:

@@ -7,7 +7,7 @@ The grader's modules read their limits from this module and define none of their
 fails that test until the guide says the same.
 
 The kernel side (``grader/kernel_side/``, shipped into the sandbox) never imports this module: the trusted
-side writes the values it needs into the code it runs in the kernel (``grader/run.py``: ``monitor.install``
+side writes the values it needs into the code it runs in the kernel (``grader/running/run.py``: ``monitor.install``
 and ``runner.answer``). The trusted side decodes every reply under its own budget, ``REPLY_BUDGET``, whatever
 the kernel was told. ``nbgrader_config.py``, which nbgrader loads as a file, states ``CELL_TIMEOUT_S`` again;
 ``tests/test_limits.py`` checks the two agree.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 KIB, MIB, GIB = 2**10, 2**20, 2**30
 
-# --- The file: one submission as it is read (grader/intake.py, grader/collect.py) ---------------------------
+# --- The file: one submission as it is read (grader/collecting/intake.py, grader/collecting/collect.py) ---------------
 MAX_FILE_BYTES = 16 * MIB      # a submission file, or one zip member as inflated: a notebook with its images is
                                # far smaller, and the file is held whole in memory while it is parsed
 MAX_CELLS = 500                # cells in one notebook: a chapter's exercises have fewer than 100
@@ -30,7 +30,7 @@ MAX_SUBMISSION_ENTRIES = 1000  # files and folders of one student (a place, or t
 MAX_FOLDER_ENTRIES = 100_000   # files and folders outside every student's submission, in one SUBMISSIONS folder
                                # or zip (the instructor's own: a class of thousands with a few files each)
 
-# --- The zip: one download as it is read in memory, never unpacked (grader/intake.py) ----------------------
+# --- The zip: one download as it is read in memory, never unpacked (grader/collecting/intake.py) ----------------------
 MAX_ZIP_MEMBERS = 200_000      # members listed in one zip, checked before anything is read: Python's zipfile
                                # reads a zip's whole listing at once (about 650 bytes a member, 130 MiB here), so
                                # this bounds the grader's memory; a class of hundreds, a few files each, is far below
@@ -40,13 +40,13 @@ MAX_ZIP_RATIO = 200            # inflated : compressed bytes of one member (a no
 ZIP_RATIO_FROM = MIB           # ... once it is larger than this: a bomb is large; small files compress unevenly
 ZIP_CHUNK_BYTES = MIB          # bytes inflated at a time, so that a cap stops a member within one chunk
 
-# --- The reading: the static scan for forbidden calls (grader/reading.py, grader/forbidden.py) -------------
+# --- The reading: the static scan for forbidden calls (grader/judging/reading.py, grader/judging/forbidden.py) --------
 MAX_READ_CHARS = 100_000       # characters of one cell parsed: Python's parser takes memory and time per character
 MAX_READ_TOTAL = 3 * MAX_READ_CHARS  # characters parsed per notebook, so a flood of cells cannot stall the grading
 MAX_BINDINGS = 20              # dotted names one variable may stand for, followed across a notebook's assignments
 BINDING_PASSES = 4            # passes over a notebook's imports and assignments: aliases of aliases, four deep
 
-# --- The kernel's messages and output (grader/kernel.py, grader/wire.py, grader/run.py) -----------------------
+# --- The kernel's messages and output (grader/running/kernel.py, grader/running/wire.py, grader/running/run.py) -------
 MAX_OUTPUT_LINES = 1000        # lines of output kept per cell: a page a reader can still scroll
 MAX_OUTPUT_CHARS = 200_000     # characters of output kept per cell
 MAX_NOTEBOOK_CHARS = 4_000_000  # characters of output kept for one notebook's page, all cells together
@@ -63,7 +63,7 @@ MAX_ERROR_CHARS = 400          # characters of an error's value read from an out
 ERROR_NAME_CHARS = 100         # characters kept of an error's type name (the kernel chose it)
 ERROR_LINE_CHARS = 200         # characters kept of the first line of an error's value
 
-# --- The sandbox: what one kernel may hold (grader/sandbox.py, grader/cgroups.py) --------------------------
+# --- The sandbox: what one kernel may hold (grader/running/sandbox.py, grader/running/cgroups.py) ---------------------
 MEMORY_BYTES = 6 * GIB         # address space of each kernel process (rlimit), and as root the memory of all of a
                                # grading process's sandboxes (cgroup): PyTorch maps about 2 GiB before any tensor
 PROCESSES = 256                # processes and threads (rlimit; the cgroup's pids.max as root): PyTorch's and
@@ -80,7 +80,7 @@ MAX_DEATHS = 3                 # kernel deaths per submission, in cells and in p
                                # and a replay of the cells before it
 MAX_KERNEL_EVENTS = 50         # what the kernel records of its refusals (grader/kernel_side/monitor.py)
 
-# --- The time (grader/kernel.py, grader/wire.py, grader/grade.py, grader/workers.py, grader/cluster.py, sandbox.py) -
+# --- The time (grader/grade.py; kernel.py, wire.py, workers.py, cluster.py, sandbox.py in grader/running/) ------
 CELL_TIMEOUT_S = 60            # one cell (nbgrader_config.py's c.Execute.timeout, which must equal it): an
                                # exercise runs in well under a second
 BUDGET_TIMEOUTS = 10           # a submission's whole time budget (cells, replays, probes), in cell timeouts
@@ -95,12 +95,12 @@ DEADLINE_GRACE_S = 2 * READY_S + 60  # past its budget and one cell timeout, a s
                                # the grader's own work after it
 WORKER_STOP_S = 5              # a worker asked to stop has this long before it is killed
 WORKER_KILL_S = 10             # waited for a killed worker (one stuck in the kernel may not go at once)
-CLUSTER_CONNECT_S = 10         # for the dask scheduler of --cluster to answer (grader/cluster.py): one on the
+CLUSTER_CONNECT_S = 10         # for the dask scheduler of --cluster to answer (grader/running/cluster.py): one on the
                                # network answers in well under a second; past it, the run does not start
 CLUSTER_WORKERS_S = 60         # for a first worker to join that scheduler (one just started imports PyTorch)
 REAP_S = 5.0                   # waited for a sandbox's processes to die, so the next one has its whole process limit
 
-# --- The replies: plain data between the grader and a kernel (grader/replies.py, grader/kernel_side/) ------
+# --- The replies: plain data between the grader and a kernel (grader/running/replies.py, grader/kernel_side/) ------
 # What one decode of a reply may cost the trusted side; read_reply always decodes under this, whatever the kernel
 # was told. Every reference to an array is counted, so one file named a thousand times costs a thousand times.
 REPLY_BUDGET = {
@@ -116,7 +116,7 @@ REPLY_BUDGET = {
     "header_bytes": 10_000,    # one .npy header (numpy's own default)
 }
 # What the kernel side may spend decoding the grader's questions (the hidden inputs, written by the grader): only
-# larger than the reply's, never smaller; sent with the code that asks (grader/run.py).
+# larger than the reply's, never smaller; sent with the code that asks (grader/running/run.py).
 REQUEST_BUDGET = {**REPLY_BUDGET, "items": 10**6, "keys": 10**5, "array_bytes": GIB, "json_bytes": MIB}
 MAX_REPLY_NAMES = 100          # names read from a reply's "ran" list (the grader asks about a few)
 MAX_REPLY_ERROR_CHARS = 300    # characters kept of a reply's error, read by the grader
@@ -138,7 +138,7 @@ LINE_CHARS = 160               # characters of one attention line on the termina
 NAMES_SHOWN = 50               # student ids listed in an error message about --only
 CELL_TEXT_CHARS = 2000         # characters of any text the report writes into one CSV cell or line
 HEATMAP_MAX_STUDENTS = 40      # the course page draws a heat map of students only up to this class size
-# the similarity report (grader/similarity.py)
+# the similarity report (grader/reporting/similarity.py)
 MAX_CODE_CHARS = 5_000         # characters of one student's code fingerprinted, answer cells first: about twice
                                # the longest solution of the book (2,612 characters)
 MAX_LISTED = 1000              # pairs listed in the report's table (all are returned)

@@ -14,8 +14,9 @@ import csv
 import sys
 from pathlib import Path
 
-from grader import export, gradebook, results
-from grader.bookkeeping import write_page
+from grader.recording import gradebook, results
+from grader.recording.bookkeeping import write_page
+from grader.reporting import export
 from grader.safe_text import clean
 from layout.paths import ROOT
 

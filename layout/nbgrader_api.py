@@ -1,7 +1,7 @@
 """nbgrader's Python API on this repository's course (``nbgrader_config.py``), with a gradebook of its own.
 
 Used by the authors' ``tools.generate_exercises`` (a throwaway gradebook) and by the grader's gradebook step
-(``grader/gradebook.py``), which needs the same course with its own folders.
+(``grader/recording/gradebook.py``), which needs the same course with its own folders.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader import cgroups, sandbox
+from grader.running import cgroups, sandbox
 
 LIMITS = sandbox.Limits(memory_bytes=3 * 2**30, processes=99)
 

@@ -1,5 +1,5 @@
-"""Reading a submitted file (grader/collect.py): what it says about a broken file quotes nothing of it, and the file
-is read through its row's own reader, never by opening its path again."""
+"""Reading a submitted file (grader/collecting/collect.py): what it says about a broken file quotes nothing of it, and
+the file is read through its row's own reader, never by opening its path again."""
 
 import json
 import os
@@ -7,7 +7,8 @@ import zipfile
 
 import nbformat
 
-from grader import collect, limits
+from grader import limits
+from grader.collecting import collect
 
 A = "04_queries_keys_values"
 

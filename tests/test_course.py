@@ -1,4 +1,4 @@
-"""grader.course: the term joined per student (course.csv) and drawn (course.html, grader.course_page), from
+"""grader.course: the term joined per student (course.csv) and drawn (course.html, grader.reporting.course_page), from
 gradebooks and grades.csv files built here with nbgrader's API, against values worked out by hand below."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import course, course_page, limits
+from grader import course, limits
+from grader.reporting import course_page
 from layout.paths import assignments
 
 A, B, C = assignments()[0], assignments()[2], assignments()[5]  # 5, 10 and 5 points: 20 in all
@@ -307,7 +308,7 @@ def test_the_platforms_roster_counts_students_who_handed_nothing_in(tmp_path):
     """The grading run (``--export``) keeps the students of the Canvas export it filled: Nora, enrolled, never
     handed A in, and gets her row (no points, 0 submitted, counted in the share of the class); Ed, for whom A is
     ``N/A`` (not his assignment), and Canvas's Test Student do not. Before, the term listed submitters only."""
-    from grader import export
+    from grader.reporting import export
 
     with _new_gradebooks():
         _assignment(tmp_path, A, {"ex1": 2, "ex2": 3}, {"alice_1001": {"ex1": 2, "ex2": 3}, "bob_1002": {"ex1": 1}},
@@ -335,7 +336,7 @@ def test_moodles_roster_joins_its_students_by_name_across_assignments(tmp_path):
     """Moodle's worksheets give each participant a new id per assignment: Ben, who handed in nothing in either, is
     one row; Ana's graded A and her empty C are one row. Two enrolled students named Kim Park in C, one graded: they
     stay two rows."""
-    from grader import export
+    from grader.reporting import export
 
     with _new_gradebooks():
         _assignment(tmp_path, A, {"ex1": 2, "ex2": 3}, {"Ana_Lima_20": {"ex1": 2}},

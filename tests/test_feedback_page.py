@@ -14,7 +14,7 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 
-from grader import feedback, gradebook
+from grader.recording import feedback, gradebook
 
 from conftest import notebook_path
 
@@ -94,7 +94,7 @@ def test_every_image_has_alternative_text(rendered):
 
 def test_a_verdict_says_that_an_exercises_points_are_all_or_nothing():
     """4 of 5 hidden tests passed earns none of the 3 points: the page says why, beside the count."""
-    from grader.verdicts import Verdict
+    from grader.judging.verdicts import Verdict
 
     box = feedback.verdict_html(Verdict(0.0, 3.0, 4, 5, ["the float64 case: wrong values"]))
     text = _text(box)
@@ -105,7 +105,7 @@ def test_a_verdict_says_that_an_exercises_points_are_all_or_nothing():
 
 def test_points_given_by_hand_are_marked_beside_the_hidden_tests():
     """The page showed 1.5/3 in its total beside "0 of 3 points" under the cell, with no sign of the hand."""
-    from grader.verdicts import Verdict
+    from grader.judging.verdicts import Verdict
 
     verdict = Verdict(0.0, 3.0, 4, 5, ["the float64 case: wrong values"])
     text = _text(feedback.verdict_html(verdict, by_hand=1.5))

@@ -1,5 +1,5 @@
 """Forbidden shortcuts: each exercise's "Do not use" line is its hidden tests' ``FORBIDS``; the grader
-finds their uses statically (``grader/forbidden.py``) and while a probe calls the student's function
+finds their uses statically (``grader/judging/forbidden.py``) and while a probe calls the student's function
 (``grader/kernel_side/forbidden_calls.py``); a grading run names them in ``flags`` and, with
 ``--forbidden zero``, scores that exercise 0.
 """
@@ -16,7 +16,7 @@ import nbformat
 import pytest
 import torch
 
-from grader import forbidden
+from grader.judging import forbidden
 from grader.kernel_side.forbidden_calls import recording
 from layout.nbmeta import grade_id, is_graded
 

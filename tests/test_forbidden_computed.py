@@ -1,4 +1,5 @@
-"""What the static reading cannot follow is flagged, not chased (``grader/forbidden.py``, ``grader/reading.py``).
+"""What the static reading cannot follow is flagged, not chased (``grader/judging/forbidden.py``,
+``grader/judging/reading.py``).
 
 The reading resolves names; where a name is computed it stops, and says so: any attribute reached by a computed name
 ("reaches an attribute by a computed name ... which the grader cannot check"), any switching-off of the kernel's
@@ -12,8 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader import forbidden
 from grader.grade import _to_zero
+from grader.judging import forbidden
 
 from bank import RIGHT_CASES
 from conftest import make_submission

@@ -20,11 +20,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from grader import forbidden, grade, hidden, limits, sandbox
+from grader import grade, hidden, limits
+from grader.judging import forbidden
+from grader.judging.verdicts import Verdict
 from grader.kernel_side import forbidden_calls, plain, probes, runner
 from grader.kernel_side.forbidden_calls import recording, targets
-from grader.replies import read_reply
-from grader.verdicts import Verdict
+from grader.running import sandbox
+from grader.running.replies import read_reply
 from layout.paths import kernel_read_roots
 
 from bank import RIGHT_CASES

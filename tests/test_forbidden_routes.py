@@ -1,7 +1,7 @@
 """A forbidden callable is the same code by any name: its ATen operator and overloads (``torch.ops.aten``), its
 other bindings (``torch.native_layer_norm``, ``torch._C._nn.cross_entropy_loss``), its tensor method
 (``x.repeat_interleave``) and the ``torch.nn`` classes that call it (``nn.CrossEntropyLoss``) are flagged as the
-forbidden name, statically (``grader/forbidden.py``) and by the kernel's recorder
+forbidden name, statically (``grader/judging/forbidden.py``) and by the kernel's recorder
 (``grader/kernel_side/forbidden_calls.py``); ways into the operator registry, the C bindings and any module's
 ``sys`` are flagged as what the grader cannot check. Each answer below scored full points with ``--forbidden zero``
 before.
@@ -18,9 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from grader import forbidden
 from grader.grade import _to_zero
 from grader.hidden import module_for
+from grader.judging import forbidden
 from grader.kernel_side.forbidden_calls import recording
 
 from conftest import ASSIGNMENTS, make_submission, solution_sources

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader import gradebook
+from grader.recording import gradebook
 
 pytestmark = pytest.mark.slow
 A = "04_queries_keys_values"

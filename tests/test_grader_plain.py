@@ -11,7 +11,7 @@ import torch
 
 from grader import limits
 from grader.kernel_side import plain
-from grader.replies import read_reply
+from grader.running.replies import read_reply
 
 
 def budget():

@@ -1,5 +1,5 @@
-"""Grading on a dask cluster (``--cluster``, ``grader/cluster.py``): a real scheduler and two worker processes on this
-machine (``distributed.LocalCluster``). The same class graded there and here gives the same grades.csv; a worker
+"""Grading on a dask cluster (``--cluster``, ``grader/running/cluster.py``): a real scheduler and two worker processes
+on this machine (``distributed.LocalCluster``). The same class graded there and here gives the same grades.csv; a worker
 killed mid-run leaves every submission graded; an address that is no scheduler's is refused before grading."""
 
 from __future__ import annotations
@@ -111,7 +111,8 @@ def test_a_scheduler_that_does_not_answer_is_said_before_grading(monkeypatch):
     pytest.importorskip("distributed")
     import socket
 
-    from grader import cluster, limits
+    from grader import limits
+    from grader.running import cluster
 
     monkeypatch.setattr(limits, "CLUSTER_CONNECT_S", 2)
     with socket.socket() as s:  # a port of this machine where nothing listens
@@ -148,7 +149,7 @@ class LostThenRunAgain(Finished):
 
 
 def test_whatever_a_task_comes_back_as_becomes_its_submissions_row():
-    from grader.cluster import outcome
+    from grader.running.cluster import outcome
 
     class KilledWorker(Exception):
         pass
@@ -167,7 +168,7 @@ def test_whatever_a_task_comes_back_as_becomes_its_submissions_row():
 
 def test_a_task_that_cannot_grade_on_its_worker_returns_the_reason_and_never_raises(monkeypatch):
     """A raising task would be logged by dask with its arguments, the seed among them: it returns the reason."""
-    from grader import cluster, sandbox
+    from grader.running import cluster, sandbox
 
     other = not sandbox.unsafe()  # a run whose sandboxing differs from this worker's
     why = cluster._remote("grader.grade:run_one", {"seed": 987654321}, None, other)["why"]
@@ -182,7 +183,7 @@ def test_a_box_whose_maker_died_is_swept_and_a_live_makers_is_kept():
     import tempfile
     from pathlib import Path
 
-    from grader import cluster
+    from grader.running import cluster
 
     ended = subprocess.Popen(["true"])
     ended.wait()

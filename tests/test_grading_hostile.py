@@ -45,8 +45,8 @@ pytestmark = pytest.mark.slow
 A = "04_queries_keys_values"
 HOSTILE = Path(__file__).parent / "hostile"
 FULL, WRONG, NOTHING = 10.0, 4.0, 0.0  # a wrong attention loses exercise 2 (3 points) and exercise 4 (3)
-PROCESS_LIMIT = 256                    # grader.sandbox.Limits.processes
-MEMORY_GIB = 6                         # grader.sandbox.Limits.memory_bytes: the bound on all a sandbox holds
+PROCESS_LIMIT = 256                    # grader.running.sandbox.Limits.processes
+MEMORY_GIB = 6                         # grader.running.sandbox.Limits.memory_bytes: the bound on all a sandbox holds
 ANSWERS = ("ex1_answer", "ex2_answer", "ex3_answer", "ex4_answer")
 LOOPS = """import time
 def kernel_regression(x, x_train, y_train):
@@ -61,8 +61,8 @@ HIDDEN = ("manual_seed(2024)", "manual_seed(77)", "scaled_dot_product_attention(
 GRADER = {"argv": [sys.executable, "-m", "grader"], "cwd": ROOT, "env": {}, "repo": ROOT, "home": Path.home()}
 
 
-# Every cell with an attack starts with a shell line, which makes the static reading (grader/forbidden.py) flag the
-# cell as not plain Python: a flag, never a stop. The sandbox is what must hold, not a screen that reads the code.
+# Every cell with an attack starts with a shell line, which makes the static reading (grader/judging/forbidden.py) flag
+# the cell as not plain Python: a flag, never a stop. The sandbox is what must hold, not a screen that reads the code.
 SHELL = "!true\n"
 
 

@@ -1,4 +1,4 @@
-"""The grading pool (``grader/workers.py``) on jobs of its own: a job that dies or hangs costs only itself,
+"""The grading pool (``grader/running/workers.py``) on jobs of its own: a job that dies or hangs costs only itself,
 every box is removed however its job ended, and the run ends. No kernel and no sandbox: the jobs are plain
 functions, run in the pool's forked workers."""
 
@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from grader import workers
+from grader.running import workers
 
 
 def job(box: Path, what: str, seen: str):

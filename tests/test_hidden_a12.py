@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.verdicts import problem_of
+from grader.judging.verdicts import problem_of
 from test_hidden_tests import answers, ask
 
 from bank import WRONG

@@ -3,8 +3,8 @@ the bank's wrong answers (``tests/bank``), through the same plain-data round tri
 
 The probes run here in this process on a namespace built like the student's kernel (the setup cell,
 the earlier correct answers, then the answer under test); their replies go through
-``grader.kernel_side.plain`` (files, ``.npy`` without pickle), are read by ``grader.replies`` and judged by
-``grader.verdicts``. A reply that a hostile kernel rewrote into another form must not pass a wrong answer.
+``grader.kernel_side.plain`` (files, ``.npy`` without pickle), are read by ``grader.running.replies`` and judged by
+``grader.judging.verdicts``. A reply that a hostile kernel rewrote into another form must not pass a wrong answer.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import nbformat
 import pytest
 
 from grader import hidden, limits
+from grader.judging.verdicts import judge_cell, problem_of
 from grader.kernel_side import plain, probes
-from grader.replies import read_reply
-from grader.verdicts import judge_cell, problem_of
+from grader.running.replies import read_reply
 from layout import exercises
 from layout.nbmeta import grade_id, is_graded, is_solution
 
@@ -118,8 +118,8 @@ def ask(assignment: str, cell: str, answer: str, tmp_path) -> tuple[list, list]:
 
 
 def judge_replies(cases: list, replies: list, max_points: float):
-    """The grader's verdict (:func:`grader.verdicts.judge_cell`) for replies given as (kind, value) pairs, as
-    ``grader/run.py`` judges them one by one; a missing one counts as no reply."""
+    """The grader's verdict (:func:`grader.judging.verdicts.judge_cell`) for replies given as (kind, value) pairs, as
+    ``grader/running/run.py`` judges them one by one; a missing one counts as no reply."""
     replies = list(replies)[: len(cases)]
     replies += [("missing", "no reply")] * (len(cases) - len(replies))
     return judge_cell(cases, [problem_of(c, k, r) for c, (k, r) in zip(cases, replies, strict=True)], max_points)

@@ -1,5 +1,6 @@
-"""Collecting submissions (grader/collect.py, grader/intake.py, grader/platforms.py): the platforms' downloads, ids
-that never take another file's name, and a folder or zip read as hostile input. Fast: nothing is graded."""
+"""Collecting submissions (grader/collecting/collect.py, grader/collecting/intake.py, grader/collecting/platforms.py):
+the platforms' downloads, ids that never take another file's name, and a folder or zip read as hostile input. Fast:
+nothing is graded."""
 
 import itertools
 import os
@@ -11,7 +12,8 @@ import zipfile
 
 import pytest
 
-from grader import collect, limits
+from grader import limits
+from grader.collecting import collect
 
 A = "04_queries_keys_values"
 NB = b'{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}'
@@ -307,7 +309,7 @@ def test_a_reduced_name_never_takes_another_files_own_name_in_any_order(tmp_path
     ("Straße_8", "Strasse_8"), ("Şahin_9", "Sahin_9"), ("张伟_10", "ZhangWei_10"), ("Łukasz_11", "Lukasz_11")])
 def test_an_id_keeps_every_letter_of_a_name_transliterated(name, reduced):
     """Letters outside ASCII were dropped (sreideyvind, Bjorn_orsson): ids the instructor types must read as names."""
-    from grader.student_ids import reduce_name
+    from grader.collecting.student_ids import reduce_name
 
     assert reduce_name(name) == reduced
 

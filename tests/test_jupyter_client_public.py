@@ -4,7 +4,7 @@ A name with a leading underscore is no promise of jupyter_client's: it may be re
 in any release. The grader once subclassed ``KernelManager`` and overrode two of its private methods
 (``_connect_control_socket``, ``_async_interrupt_kernel``) to keep its sockets off the kernel; it now writes the
 connection file and signs messages with public functions and classes and runs the kernel itself
-(``grader/kernel.py``). This test reads every module of ``grader/`` that imports jupyter_client and fails on
+(``grader/running/kernel.py``). This test reads every module of ``grader/`` that imports jupyter_client and fails on
 a private name imported from it, a subclass of one of its classes (whose private methods a subclass may override),
 an attribute with a leading underscore reached on anything but the module's own ``self`` or ``cls``, or one
 named as a string (``getattr(x, "_name")``).
@@ -73,7 +73,7 @@ def test_the_grader_reaches_no_private_name_of_jupyter_client():
     users = {path.relative_to(ROOT).as_posix(): private_uses(path.read_text(encoding="utf-8"))
              for path in sorted((ROOT / "grader").rglob("*.py"))
              if LIBRARY in path.read_text(encoding="utf-8")}
-    assert "grader/kernel.py" in users  # the module that runs kernels is read
+    assert "grader/running/kernel.py" in users  # the module that runs kernels is read
     assert {path: found for path, found in users.items() if found} == {}
 
 

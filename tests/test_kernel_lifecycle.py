@@ -1,4 +1,4 @@
-"""A grading kernel's life as ``grader/kernel.py`` drives it, in one sandbox after another.
+"""A grading kernel's life as ``grader/running/kernel.py`` drives it, in one sandbox after another.
 
 A cell past its timeout is interrupted by a message on the control channel and the kernel lives on; a kernel
 that exits is noticed, with its own exit status; a kernel the grader stops is killed with its sandbox (SIGKILL);
@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from grader import sandbox
-from grader.kernel import Kernel
+from grader.running import sandbox
+from grader.running.kernel import Kernel
 
 pytestmark = pytest.mark.slow
 

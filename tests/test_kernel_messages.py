@@ -25,9 +25,9 @@ PEAK_BYTES = 2**29  # the grading process's peak resident memory, all of it (its
 GRADE = r"""
 import json, sys
 import nbformat
-from grader import sandbox
-from grader.kernel import Kernel
-from grader.run import Clock, Run, run_notebook
+from grader.running import sandbox
+from grader.running.kernel import Kernel
+from grader.running.run import Clock, Run, run_notebook
 
 def peak():
     status = dict(line.split(":", 1) for line in open("/proc/self/status"))

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from grader import sandbox
-from grader.kernel import Kernel
 from grader.limits import MAX_OUTPUT_CHARS
+from grader.running import sandbox
+from grader.running.kernel import Kernel
 
 pytestmark = pytest.mark.slow
 
 def run_in_kernel(code: str):
-    """``code`` run in a grading kernel of its own box: its :class:`~grader.kernel.Outcome`."""
+    """``code`` run in a grading kernel of its own box: its :class:`~grader.running.kernel.Outcome`."""
     box = sandbox.new_box()
     sandbox.give(box / "out")
     kernel = Kernel(box)
@@ -75,7 +75,7 @@ def test_a_forged_stream_message_is_dropped_or_kept_apart_never_fatal():
 
 def test_a_page_carries_only_stdout_or_stderr_as_a_streams_name():
     """A stream's name is the kernel's word: a forged one (markup in it) is not written to the feedback page."""
-    from grader.feedback import sanitize
+    from grader.recording.feedback import sanitize
 
     forged = {"output_type": "stream", "name": 'x"><script>alert(1)</script>', "text": "hi\n"}
     assert [dict(o) for o in sanitize(forged)] == [{"output_type": "stream", "name": "stdout", "text": "hi\n"}]

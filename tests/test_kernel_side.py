@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import sandbox
+from grader.running import sandbox
 
 KERNEL_SIDE = Path(sandbox.KERNEL_SIDE)
 ALLOWED = set(sys.stdlib_module_names) | {"numpy", "torch", "__future__"}

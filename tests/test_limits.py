@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import limits, run, sandbox
+from grader import limits
 from grader.kernel_side import plain
+from grader.running import run, sandbox
 from layout.paths import ROOT
 
 GUIDE = ROOT / "book" / "instructors.md"
@@ -53,15 +54,18 @@ GUIDE_PHRASES = [
 # Upper-case numeric constants of grader modules that are not limits, and why. Keep it short: a new bound goes
 # into grader/limits.py.
 ALLOWED = {
-    ("grader/sandbox.py", "FIRST_UID"): "where the sandboxes' uids start (how many: limits.SANDBOX_UIDS)",
-    ("grader/platforms.py", "UUID_ATTEMPT"): "Canvas's own numbering: from the 8th upload of one name it writes a UUID",
+    ("grader/running/sandbox.py", "FIRST_UID"): "where the sandboxes' uids start (how many: limits.SANDBOX_UIDS)",
+    ("grader/collecting/platforms.py", "UUID_ATTEMPT"): "Canvas's own numbering: from the 8th upload of one name it "
+                                                        "writes a UUID",
     ("grader/progress.py", "PLAIN_EVERY_S"): "how often a plain progress line is printed: a rhythm, not a bound",
-    ("grader/wire.py", "MORE"): "a ZMTP 3.0 frame flag (protocol), not a size",
-    ("grader/wire.py", "LONG"): "a ZMTP 3.0 frame flag (protocol), not a size",
-    ("grader/wire.py", "COMMAND"): "a ZMTP 3.0 frame flag (protocol), not a size",
-    ("grader/similarity.py", "NOISE"): "copydetect's fingerprint parameter: what a match is, not a bound",
-    ("grader/similarity.py", "WINDOW"): "copydetect's winnowing window: how fingerprints are taken, not a bound",
-    ("grader/similarity.py", "THRESHOLD"): "the default share from which a pair is listed (--similar): a setting",
+    ("grader/running/wire.py", "MORE"): "a ZMTP 3.0 frame flag (protocol), not a size",
+    ("grader/running/wire.py", "LONG"): "a ZMTP 3.0 frame flag (protocol), not a size",
+    ("grader/running/wire.py", "COMMAND"): "a ZMTP 3.0 frame flag (protocol), not a size",
+    ("grader/reporting/similarity.py", "NOISE"): "copydetect's fingerprint parameter: what a match is, not a bound",
+    ("grader/reporting/similarity.py", "WINDOW"): "copydetect's winnowing window: how fingerprints are taken, not a "
+                                                   "bound",
+    ("grader/reporting/similarity.py", "THRESHOLD"): "the default share from which a pair is listed (--similar): a "
+                                                      "setting",
 }
 # The exercises' own data (tolerances, sizes of hidden inputs) is not the grader's limits.
 NOT_SCANNED = ("grader/hidden/",)

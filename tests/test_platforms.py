@@ -1,5 +1,5 @@
-"""Grades back to the learning platforms (grader/export.py): the platform's own export, filled and read back as the
-platform reads it; the feedback zips the platforms take back."""
+"""Grades back to the learning platforms (grader/reporting/export.py): the platform's own export, filled and read back
+as the platform reads it; the feedback zips the platforms take back."""
 
 import csv
 import io
@@ -10,7 +10,8 @@ from datetime import datetime
 
 import pytest
 
-from grader import export, handback
+from grader.recording import handback
+from grader.reporting import export
 
 A = "04_queries_keys_values"
 

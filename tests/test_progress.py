@@ -1,4 +1,4 @@
-"""A grading run's progress (grader/progress.py) and its closing summary (grader/report.py): a live bar on a
+"""A grading run's progress (grader/progress.py) and its closing summary (grader/reporting/report.py): a live bar on a
 terminal, occasional plain lines in a log, nothing with --quiet, and a summary of a screen however large the class."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from grader import limits, progress, report
+from grader import limits, progress
 from grader.progress import Progress
+from grader.reporting import report
 from grader.safe_text import clean
 
 

@@ -1,7 +1,7 @@
 """Properties of the sandbox a submission's kernel runs in, asked from inside one kernel.
 
 These hold whatever the submission does, because the kernel can only see and reach what the
-sandbox gives it (``grader/sandbox.py``): they are checked here with plain Python, no tricks.
+sandbox gives it (``grader/running/sandbox.py``): they are checked here with plain Python, no tricks.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import sandbox
-from grader.kernel import Kernel
+from grader.running import sandbox
+from grader.running.kernel import Kernel
 
 from conftest import ROOT
 

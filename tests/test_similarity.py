@@ -1,7 +1,7 @@
-"""The similarity report (grader/similarity.py) on chapter 4's real assignment: copies are paired, independent work
-and the template are not, the published solution is listed apart, one code handed in by several is one entry, copies
-of code nobody else wrote come first, a student's text never becomes markup, and the work grows with the class, not
-its square."""
+"""The similarity report (grader/reporting/similarity.py) on chapter 4's real assignment: copies are paired, independent
+work and the template are not, the published solution is listed apart, one code handed in by several is one entry,
+copies of code nobody else wrote come first, a student's text never becomes markup, and the work grows with the class,
+not its square."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import limits, similarity, similarity_page
-from grader.collect import Submission, rebuild
+from grader import limits
+from grader.collecting.collect import Submission, rebuild
+from grader.reporting import similarity, similarity_page
 
 from bank import a04
 from conftest import make_submission, notebook_path, solution_sources

@@ -1,7 +1,7 @@
-"""The grader's ZeroMQ wire (``grader/wire.py``) against the pinned pyzmq's own sockets, in this process.
+"""The grader's ZeroMQ wire (``grader/running/wire.py``) against the pinned pyzmq's own sockets, in this process.
 
 A kernel binds an XPUB socket for IOPub and ROUTER sockets for shell and control (ipykernel's kernelapp), over ipc;
-the grader connects to them as SUB and DEALER with :class:`~grader.wire.Wire`, which speaks ZMTP 3.0 (RFC 23,
+the grader connects to them as SUB and DEALER with :class:`~grader.running.wire.Wire`, which speaks ZMTP 3.0 (RFC 23,
 rfc.zeromq.org/spec/23) frame by frame. Each test binds pyzmq's socket of the kernel's type and checks one thing
 the grader relies on: the greeting and READY, the subscription, a multi-frame message each way, a frame of more
 than 255 bytes (the LONG flag), Jupyter's signed messages, and the refusals past ``MAX_FRAMES`` and
@@ -19,7 +19,7 @@ import zmq
 from jupyter_client.session import Session
 
 from grader import limits
-from grader.wire import Refused, Wire
+from grader.running.wire import Refused, Wire
 
 WAIT_S = 5
 
@@ -80,7 +80,7 @@ def test_a_subscription_reaches_the_kernels_xpub_and_its_messages_come_back(cont
 
 
 def test_jupyters_signed_messages_cross_the_wire_both_ways(context, tmp_path):
-    """What ``grader/kernel.py`` does with jupyter_client's public ``Session``: it serializes a request onto the
+    """What ``grader/running/kernel.py`` does with jupyter_client's public ``Session``: it serializes a request onto the
     wire, and reads a message the kernel's session sent with ``feed_identities`` and ``deserialize``."""
     session = Session(key=b"secret", signature_scheme="hmac-sha256")
     router, path = bound(context, zmq.ROUTER, tmp_path)

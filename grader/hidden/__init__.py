@@ -49,7 +49,7 @@ class Request:
 class Forbid:
     """What one exercise's text forbids (its **Do not use:** line), ``FORBIDS[grade_id]`` in its module: ``function``
     is the name its hidden tests call or read, ``names`` are dotted names of modules (everything in them) or
-    callables (``grader/forbidden.py`` reads the submissions for them)."""
+    callables (``grader/judging/forbidden.py`` reads the submissions for them)."""
 
     function: str
     names: tuple[str, ...]

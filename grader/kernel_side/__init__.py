@@ -8,6 +8,6 @@ what it writes as hostile plain data (``grader.kernel_side.plain.decode`` under 
 only values it compares with its own references.
 
 ``plain`` is the format both sides write and read (a request goes in, a reply comes back), so it is one module:
-the kernel imports it from here, and so does the trusted side (``grader.replies``, under the budgets of
+the kernel imports it from here, and so does the trusted side (``grader.running.replies``, under the budgets of
 ``grader/limits.py``). It holds no state and no size of its own; everything else here runs only in the kernel.
 """

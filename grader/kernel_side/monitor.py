@@ -23,7 +23,8 @@ def install(box: str, read_roots: tuple, repo: str, home: str, max_events: int) 
     """Record writes and reads outside the kernel's folders, network use, processes and signals.
 
     ``home``: the sandbox's HOME; ``max_events``: how many different things are recorded at most. Both are the
-    grader's (``grader.sandbox.HOME``, ``grader.limits.MAX_KERNEL_EVENTS``), written into the code that calls this.
+    grader's (``grader.running.sandbox.HOME``, ``grader.limits.MAX_KERNEL_EVENTS``), written into the code that calls
+    this.
     """
     # Its own: /tmp, HOME, its answers folder. Not its own, even where they lie under /tmp on the host:
     # the folders the grader binds in (the package, the environment, the box) and the repository.

@@ -2,7 +2,7 @@
 forbidden dotted name stands for (its ATen operators and their bindings, the private operators that do a caller's
 whole work, the wrappers and ``torch.nn`` classes whose code calls them). The kernel's recorder
 (``forbidden_calls``) watches a forbidden name under its routes, and the grader's static reading
-(``grader/forbidden.py``) finds it by any of them. Standard library and torch only.
+(``grader/judging/forbidden.py``) finds it by any of them. Standard library and torch only.
 """
 
 from __future__ import annotations

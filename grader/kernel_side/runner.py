@@ -7,7 +7,7 @@ calls the student's code, the forbidden callables the grader named are watched f
 recorder was found switched off or replaced in its ``"off"``.
 
 Its sizes are the grader's (``grader/limits.py``), written into the code that calls :func:`answer`
-(``grader/run.py``): this folder never imports the grader. The grader reads every reply under its own
+(``grader/running/run.py``): this folder never imports the grader. The grader reads every reply under its own
 budget, whatever these say.
 """
 

@@ -1,7 +1,7 @@
 """Students whose code is unusually alike, for a person to read: never a verdict, never a score change.
 
-A student's own code is what they wrote in the rebuilt notebook (``grader/collect.py``): every answer cell of the
-release, and every code cell the release does not have (added cells). Every line that is a line of the release's
+A student's own code is what they wrote in the rebuilt notebook (``grader/collecting/collect.py``): every answer cell of
+the release, and every code cell the release does not have (added cells). Every line that is a line of the release's
 code (the template, the given signatures, the visible checks, the setup), comments and spaces aside, is taken out,
 and the release's own fingerprints are copydetect's boilerplate, so what everyone was handed never counts.
 
@@ -12,7 +12,7 @@ their fingerprints; a solution rewritten in other steps does not. copydetect was
 (1.4, 2020), which needs ``ast.parse`` to succeed (an IPython line or a syntax error loses the whole submission),
 compares functions only (exercise 1 of chapter 4 is not one) and one reference against the others, with no
 boilerplate; copydetect tokenizes any text, takes the template as boilerplate, says where matches are (the page,
-``grader/similarity_page.py``, marks them), and reads from a stream (``fp=``), so nothing is written to disk.
+``grader/reporting/similarity_page.py``, marks them), and reads from a stream (``fp=``), so nothing is written to disk.
 
 What is listed (:func:`compare`): students whose code matches the published solution (``solutions/``), apart, for
 that is worth a word but is not a pair, so that between students the solution's fingerprints count no more than
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import limits
-from grader.similarity_page import page, shown
+from grader.reporting.similarity_page import page, shown
 from layout import nbmeta
 
 NOISE = 25  # characters of normalised code (copydetect's default noise threshold): a shorter match is not one

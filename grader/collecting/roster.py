@@ -16,7 +16,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from grader.student_ids import reduce_name
+from grader.collecting.student_ids import reduce_name
 
 ROSTER = "roster.json"
 CANVAS_TEST_STUDENT = {"Student, Test", "Test Student"}  # the sortable name and the name Canvas gives it

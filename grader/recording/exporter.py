@@ -21,8 +21,8 @@ DEFAULT_ALT = "No description has been provided for this image"  # nbconvert's w
 
 class GivenGrades(GetGrades):
     """nbgrader's GetGrades (each cell's score and comment, the notebook's score) from the grades the page is given,
-    ``resources["nbgrader"]["grades"]`` (a :class:`grader.gradebook.Recorded`, read from the run's gradebook when
-    the points were written), instead of one gradebook query per cell."""
+    ``resources["nbgrader"]["grades"]`` (a :class:`grader.recording.gradebook.Recorded`, read from the run's gradebook
+    when the points were written), instead of one gradebook query per cell."""
 
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]

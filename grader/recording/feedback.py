@@ -21,7 +21,7 @@ from pathlib import Path
 import nbformat
 
 from grader import limits
-from grader.verdicts import Verdict
+from grader.judging.verdicts import Verdict
 from layout import nbmeta
 from layout.paths import ROOT
 
@@ -103,7 +103,8 @@ def verdict_html(v: Verdict, by_hand: float | None = None) -> str:
 
 
 def _by_hand(grades, gid: str) -> float | None:
-    """The points of ``gid`` an instructor gave by hand, as the gradebook holds them (``grader.gradebook.Recorded``)."""
+    """The points of ``gid`` an instructor gave by hand, as the gradebook holds them
+    (``grader.recording.gradebook.Recorded``)."""
     manual = getattr(grades, "manual", None) or ()
     return float(grades.points[gid]) if gid in manual and gid in getattr(grades, "points", {}) else None
 
@@ -121,8 +122,8 @@ def notes_html(problems: list[str], sandboxed: bool) -> str:
 def page(nb, verdicts: dict[str, Verdict], problems: list[str], assignment: str, student: str, grades,
          sandboxed: bool = True) -> str:
     """The feedback page's HTML, at most ``limits.MAX_PAGE_BYTES`` (without the cells' outputs if need be).
-    ``grades``: the submission as the gradebook holds it (:class:`grader.gradebook.Recorded`), manual points and
-    comments included."""
+    ``grades``: the submission as the gradebook holds it (:class:`grader.recording.gradebook.Recorded`), manual points
+    and comments included."""
     body = _page(nb, verdicts, problems, assignment, student, grades, sandboxed, outputs=True)
     if len(body.encode("utf-8")) > limits.MAX_PAGE_BYTES:
         note = (f"the cells' outputs were left out: with them this page would be larger than "
@@ -158,7 +159,7 @@ def _exporter():
     """nbgrader's feedback template, compiled once per process (a new exporter compiles it again: about 0.5 s)."""
     from traitlets.config import Config
 
-    from grader.exporter import FeedbackExporter, GivenGrades
+    from grader.recording.exporter import FeedbackExporter, GivenGrades
 
     nbgrader_templates = Path(__import__("nbgrader").__file__).parent / "server_extensions" / "formgrader"
     c = Config()

@@ -4,7 +4,7 @@ A row's id is its own name (the file's, or the platform's ``<name>_<id>``) when 
 digits, ``-``, ``_``, at most ``MAX_ID_CHARS``); else that name reduced to plain ASCII, every letter of another
 script transliterated (the instructor types these ids into ``--only`` and ``grader.manual``). A reduced name, or one
 another row came first with, takes the first free suffix ``_2``, ``_3``, ... that is nobody's own name, whatever
-the order, and its row says so (for ``grader/collect.py``).
+the order, and its row says so (for ``grader/collecting/collect.py``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import unicodedata
 from anyascii import anyascii
 
 from grader import limits
-from grader.platforms import Found
+from grader.collecting.platforms import Found
 
 SAFE_ID = re.compile(rf"[A-Za-z0-9_-]{{1,{limits.MAX_ID_CHARS}}}")  # every id this module makes
 STATUS_ORDER = {"graded": 0, "superseded": 1, "not read": 2}  # who has the first claim on a contested id

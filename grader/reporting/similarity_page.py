@@ -1,5 +1,5 @@
-"""The similarity report's page, ``grading/<id>/similarity.html`` (for ``grader/similarity.py``): what the page can
-and cannot see, the students whose code matches the published solution, the table of pairs and groups, rarest
+"""The similarity report's page, ``grading/<id>/similarity.html`` (for ``grader/reporting/similarity.py``): what the
+page can and cannot see, the students whose code matches the published solution, the table of pairs and groups, rarest
 first, and the code of the first ``limits.MAX_SHOWN`` side by side with the matches marked. One page that loads
 nothing; every student's text, names too, is escaped.
 """
@@ -36,7 +36,8 @@ common answer.</p>
 
 
 def page(found, spans: list, threshold: float, n_students: int, noise: int) -> str:
-    """The page of ``found`` (``grader.similarity.Found``), with the matched ``spans`` of the entries shown."""
+    """The page of ``found`` (``grader.reporting.similarity.Found``), with the matched ``spans`` of the entries
+    shown."""
     head = f"<p>{n_students} submissions; {len(found.codes)} with code of their own were compared.</p>"
     if found.skipped:
         head += (f"<p>Not compared, with no code of their own beyond the template: "

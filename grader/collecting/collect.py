@@ -1,19 +1,20 @@
 """Step 1: collect the submissions: find them, name them, read them, rebuild them on the release.
 
-:func:`gather` lists the submissions of a folder or a ``.zip`` in the layouts of ``grader/platforms.py``: a plain
+:func:`gather` lists the submissions of a folder or a ``.zip`` in the layouts of ``platforms.py`` beside it: a plain
 ``<student>.ipynb`` or ``<student>_<assignment>.ipynb`` at the top (or in the one folder that holds everything),
 nbgrader's ``submitted/<student>/<assignment>/``, Canvas's and Moodle's downloads. Everything below a student's
 place (a Moodle submission folder, nbgrader's student folder) is that student's at any depth, whatever its names
 say; a file outside every place is read by its own name (Canvas, Moodle, plain), so one folder may mix layouts. A
 notebook in another assignment's folder, or outside every place and below the top, is not a submission of this
 one; one in a subfolder of nbgrader's assignment folder is its student's "not read" row. One student's files past
-``limits.MAX_SUBMISSION_ENTRIES`` are one "not read" row of theirs (``grader/intake.py``).
+``limits.MAX_SUBMISSION_ENTRIES`` are one "not read" row of theirs (``grader/collecting/intake.py``).
 
 One row per file, none dropped. Of one platform identity's notebooks the latest is graded (Canvas: the highest
 ``-N`` attempt, then file id; Moodle and nbgrader: the notebook named like the release, then the last by name), the
 others "superseded"; any other file a student uploaded, what cannot be read safely (a link, a pipe, a device, a
 folder named ``*.ipynb``, an unsafe zip member) and a submission without a notebook are "not read" rows saying
-what they are. A plain folder's two files of one name are both graded and flagged. Ids: ``grader/student_ids.py``.
+what they are. A plain folder's two files of one name are both graded and flagged. Ids:
+``grader/collecting/student_ids.py``.
 
 A submission file is hostile input: it is read under caps (file size, cells, characters per cell) without
 following a link or waiting on a pipe, a zip member in memory (never extracted), its nbgrader metadata is
@@ -32,10 +33,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader import intake, limits, platforms
-from grader.intake import Entry, SourceError, Unreadable
-from grader.platforms import Found
-from grader.student_ids import name_rows, reduce_name
+from grader import limits
+from grader.collecting import intake, platforms
+from grader.collecting.intake import Entry, SourceError, Unreadable
+from grader.collecting.platforms import Found
+from grader.collecting.student_ids import name_rows, reduce_name
 from layout import nbmeta
 
 __all__ = ["SourceError", "Unreadable", "Submission", "gather", "read_and_rebuild", "read_notebook", "rebuild"]
@@ -90,7 +92,7 @@ def gather(source: Path, assignment: str) -> list[Submission]:
 def _rows(entries: list[Entry], assignment: str) -> list[tuple[Submission, Found]]:
     """A row per file of a layout (a notebook to grade; any other file a student uploaded, not read), per thing that
     cannot be read, per nbgrader submission without a notebook: first what lies in the students' places
-    (``grader/platforms.py``), then the files outside them, by name."""
+    (``grader/collecting/platforms.py``), then the files outside them, by name."""
     rows, uploads, present = [], {}, {}
     for e in sorted(entries, key=lambda e: (e.parts, e.source)):
         if e.owner is not None:

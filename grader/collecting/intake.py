@@ -1,4 +1,4 @@
-"""What a SUBMISSIONS folder or ``.zip`` holds, listed and read as hostile input (for ``grader/collect.py``).
+"""What a SUBMISSIONS folder or ``.zip`` holds, listed and read as hostile input (for ``grader/collecting/collect.py``).
 
 :func:`entries` lists every file and folder: a folder walked without following a link (a link, a pipe, a socket, a
 device is an entry saying what it is), a zip from its listing alone, nothing extracted to disk. A member whose path
@@ -7,8 +7,8 @@ saying what it is, never read. Reading an entry (:class:`Entry`'s ``reader``) op
 ``O_NONBLOCK`` at every part of its path and checks with ``fstat`` that it is still a regular file, or inflates a
 member in memory under the caps below, whatever its header declares.
 
-Each entry knows its **owner**, the student's place it lies in (``grader/platforms.py``: a Moodle submission folder
-or nbgrader's student folder, decided from the top down, so nothing inside a place makes another). One student's
+Each entry knows its **owner**, the student's place it lies in (``grader/collecting/platforms.py``: a Moodle submission
+folder or nbgrader's student folder, decided from the top down, so nothing inside a place makes another). One student's
 entries, a place's or the files named by one platform identity, are listed up to ``MAX_SUBMISSION_ENTRIES``: past
 it that student's entries are dropped for one entry saying so (their "not read" row), and a folder of theirs is
 listed no further, so what one student adds costs the listing no more than the cap. A folder or zip that cannot be
@@ -29,7 +29,8 @@ from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 
-from grader import limits, platforms
+from grader import limits
+from grader.collecting import platforms
 from grader.kernel_side import plain
 
 SKIPPED = {".ipynb_checkpoints", "__MACOSX"}  # Jupyter's autosaves; macOS's resource forks in a zip

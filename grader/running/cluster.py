@@ -2,13 +2,13 @@
 ``dask.distributed`` scheduler, and its result gathered here, where the gradebook, the pages, the report and the
 exports are written, as on one machine.
 
-The cluster is only another place for the grading pool of ``grader/workers.py`` to run: one task is one submission,
-which a worker grades with that pool (:func:`_remote`): one grading process for each of the worker's threads, kept
-from task to task (:func:`_kept`), a new box for each submission, a sandbox uid of its own and the deadline, as on
-this machine. A submission that kills its grading process costs only itself there too. A worker lost mid-run (its
-machine gone, its process killed) loses nothing: the scheduler runs its tasks again elsewhere, and a task is safe to
-run twice (a new box each time; it returns a value and writes nothing that lasts). Results are taken as they come
-(``as_completed``) and saved here at once, so ``--resume`` works across clusters. A task that fails on a worker
+The cluster is only another place for the grading pool of ``grader/running/workers.py`` to run: one task is one
+submission, which a worker grades with that pool (:func:`_remote`): one grading process for each of the worker's
+threads, kept from task to task (:func:`_kept`), a new box for each submission, a sandbox uid of its own and the
+deadline, as on this machine. A submission that kills its grading process costs only itself there too. A worker lost
+mid-run (its machine gone, its process killed) loses nothing: the scheduler runs its tasks again elsewhere, and a task
+is safe to run twice (a new box each time; it returns a value and writes nothing that lasts). Results are taken as they
+come (``as_completed``) and saved here at once, so ``--resume`` works across clusters. A task that fails on a worker
 becomes its submission's problem, never the run's.
 
 The seed reaches a worker only in the task's arguments, held in memory (the scheduler's, the worker's and its grading
@@ -75,7 +75,7 @@ class Cluster:
         ``jobs``, in the order they finish, each as soon as it does."""
         from distributed import as_completed
 
-        from grader import sandbox
+        from grader.running import sandbox
 
         run = uuid.uuid4().hex  # task names of this run only: another run on the same scheduler has its own
         name = f"{work.__module__}:{work.__qualname__}"  # imported there by name, where a failed import can be said
@@ -112,7 +112,7 @@ def sweep_boxes() -> int:
     import tempfile
     from pathlib import Path
 
-    from grader import sandbox
+    from grader.running import sandbox
 
     gone = 0
     for box in Path(tempfile.gettempdir()).glob("grader-box-*-*"):
@@ -124,7 +124,7 @@ def sweep_boxes() -> int:
 
 
 def _limits_here() -> str:
-    from grader import sandbox
+    from grader.running import sandbox
 
     return sandbox.limits_line()
 
@@ -154,7 +154,7 @@ def outcome(future, deadline: float | None = None) -> dict:
 
 
 def _remote(work: str, kwargs: dict, deadline: float | None, unsafe: bool) -> dict:
-    """On a worker: one submission graded by the pool of one process (``grader/workers.py``) with ``work``
+    """On a worker: one submission graded by the pool of one process (``grader/running/workers.py``) with ``work``
     (``module:function``), in its own box and under ``deadline``: ``{"result": ...}`` or ``{"why": ...}``.
     ``unsafe``: whether this run grades without a sandbox."""
     import importlib
@@ -164,7 +164,7 @@ def _remote(work: str, kwargs: dict, deadline: float | None, unsafe: bool) -> di
         module, function = work.split(":")
         if why := _prepared(unsafe, module):
             return {"why": why}
-        from grader import workers
+        from grader.running import workers
 
         workers.run_all([(0, kwargs)], getattr(importlib.import_module(module), function), 1,
                         lambda key, result: got.update(result=result),
@@ -201,7 +201,7 @@ def _prepared(unsafe: bool, module: str) -> str | None:
         import nbformat  # noqa: F401 - imported once here, by every forked grading process with it
         import torch  # noqa: F401
 
-        from grader import sandbox
+        from grader.running import sandbox
         from layout.env import venv_env
 
         importlib.import_module(module)  # the grading side, whole: imported once, before the fork

@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader import limits as sizes
-from grader.cgroups import CGROUP_ROOT, cgroup_version, control_groups
+from grader.running.cgroups import CGROUP_ROOT, cgroup_version, control_groups
 from layout.paths import CHECKS, PACKAGE, sandbox_mounts
 
 UNSAFE = "UNSAFE_NO_SANDBOX"
 HOME = "/home/student"
 FIRST_UID = 61000  # root grading: each grading process claims a uid of its own from here on
 UID_LOCKS = Path("/run/lock/transformer-grader") if Path("/run/lock").is_dir() else Path("/tmp/transformer-grader")
-KERNEL_SIDE = Path(__file__).resolve().parent / "kernel_side"
+KERNEL_SIDE = Path(__file__).resolve().parents[1] / "kernel_side"  # grader/kernel_side/
 _claimed: tuple[int, int] | None = None  # (uid, fd of its lock), held until this process ends
 
 

@@ -7,12 +7,12 @@ operators and overloads, the private operators that do its whole work, its other
 ``torch.nn`` classes and functions that call it). :func:`findings` resolves imports (``as`` too), aliases, attribute
 chains and ``getattr`` with a literal, each name in its scope, and reads a method taken on anything else by its name
 (``x.repeat_interleave``); a use in an answer cell counts against its exercise, one in an added cell against every
-exercise that forbids it (``grader/reading.py`` reads the names). The reading stops where a name is computed, so
+exercise that forbids it (``grader/judging/reading.py`` reads the names). The reading stops where a name is computed, so
 it does not chase the ways to compute one: whatever reaches an attribute by a computed name (``getattr`` in any use
 but a literal call, ``vars``, ``__dict__``, ``__getattribute__``, ``importlib``, ``eval``, PyTorch's tables of its
 functions, ...), whatever reaches PyTorch's internals (``torch.ops``, ``torch._C``, any private ``torch._`` name)
 and whatever switches off the kernel's recorder (``sys.setprofile``, PyTorch's mode stacks) is flagged by what it
-is, for a person (``grader/unchecked.py``).
+is, for a person (``grader/judging/unchecked.py``).
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from types import ModuleType
 
 from grader import limits
 from grader.hidden import Forbid, module_for
+from grader.judging.reading import bindings, index, names_used, parse
+from grader.judging.unchecked import WHY, reaches
 from grader.kernel_side.routes import routes
-from grader.reading import bindings, index, names_used, parse
-from grader.unchecked import WHY, reaches
 from layout import nbmeta
 
 EXEMPT = ("checks",)  # the public checks: calling them is no shortcut

@@ -1,15 +1,15 @@
 """The bookkeeping of a grading run, on the trusted side: each graded submission's result saved
-(``grader/results.py``), its points written into nbgrader's gradebook (``grader/gradebook.py``) and its feedback
-page made (``grader/feedback.py``), or for a submission that never ran, its problem page; and what the report
-reads of each (``grader/report.py``): what the sandbox stopped, the grader's static findings, the points entered by
-hand, the notebook as it ran.
+(``grader/recording/results.py``), its points written into nbgrader's gradebook (``grader/recording/gradebook.py``) and
+its feedback page made (``grader/recording/feedback.py``), or for a submission that never ran, its problem page; and
+what the report reads of each (``grader/reporting/report.py``): what the sandbox stopped, the grader's static findings,
+the points entered by hand, the notebook as it ran.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from grader import feedback, gradebook, results
+from grader.recording import feedback, gradebook, results
 from grader.safe_text import clean
 
 

@@ -10,7 +10,7 @@ a fault of the grader's own side can keep a job going) has its worker killed, wi
 started (``--die-with-parent``), and is named as not graded. A worker dies with the process that forked it, however
 that process ended (killed, too), and its sandboxes with it.
 
-:class:`Local` is this pool behind the interface a grading run uses; ``grader/cluster.py``'s ``Cluster`` is the
+:class:`Local` is this pool behind the interface a grading run uses; ``grader/running/cluster.py``'s ``Cluster`` is the
 same interface on the workers of a dask cluster, each grading its submission with this pool.
 """
 
@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import wait
 from typing import Callable
 
-from grader import limits, sandbox
+from grader import limits
+from grader.running import sandbox
 
 
 @dataclass

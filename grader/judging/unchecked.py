@@ -1,6 +1,7 @@
-"""What the static reading cannot check, flagged by what it is rather than chased (``grader/forbidden.py`` uses it).
+"""What the static reading cannot check, flagged by what it is rather than chased (``grader/judging/forbidden.py`` uses
+it).
 
-The reading resolves names (``grader/reading.py``); where a name is computed it stops. So whatever reaches an
+The reading resolves names (``grader/judging/reading.py``); where a name is computed it stops. So whatever reaches an
 attribute by a computed name is a finding ("dynamic"): a builtin that takes a name (``getattr`` in any use but a
 literal call, ``vars``, ``eval``, ...), an attribute that opens a namespace or a lookup (``__getattribute__``,
 ``__dict__``, ``get_field``, ...), a module made for it (``importlib``, ``pkgutil``, ``operator.attrgetter``,
@@ -16,7 +17,7 @@ import re
 import sys
 from types import ModuleType
 
-from grader.reading import literal_getattr
+from grader.judging.reading import literal_getattr
 
 # What the reader cannot follow: whatever turns a string (or a position) into an attribute, a module or code. Any
 # use of these is flagged, called or not (passed to map or functools.reduce, aliased, reached through __call__),

@@ -19,7 +19,7 @@ file named like a Canvas download inside Mallory's place is Mallory's. A file ou
 own name (:func:`identify`): a plain file named like one of these (``bob_12_34_x.ipynb`` reads as Canvas's) is
 taken as that platform's.
 
-Grades and feedback pages back to the platforms: ``grader/export.py``.
+Grades and feedback pages back to the platforms: ``grader/reporting/export.py``.
 """
 
 from __future__ import annotations

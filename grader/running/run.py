@@ -4,8 +4,8 @@ The notebook runs cell by cell in a fresh sandboxed kernel (its outputs become t
 A cell that runs too long is interrupted; a cell that kills the kernel is replaced by an error, the
 kernel is started again and the cells before it replayed. Then, for every grade cell, the grader
 writes the hidden inputs into the sandbox's folder as plain data and the kernel runs the probes of
-``grader/kernel_side/``; each reply is read as hostile data (``grader.replies``) and judged at once,
-outside the kernel (``grader.verdicts``), so no more than one reply is held at a time.
+``grader/kernel_side/``; each reply is read as hostile data (``grader.running.replies``) and judged at once,
+outside the kernel (``grader.judging.verdicts``), so no more than one reply is held at a time.
 
 Everything is bounded: each cell by the cell timeout, the whole submission (cells, replays and
 probes together) by its time budget, the kernel's deaths (in cells and in probes) by ``MAX_DEATHS``,
@@ -23,10 +23,12 @@ from pathlib import Path
 
 import nbformat
 
-from grader import hidden, limits, replies, verdicts
-from grader.kernel import OVERSIZED, Kernel
+from grader import hidden, limits
+from grader.judging import verdicts
 from grader.kernel_side import plain
-from grader.sandbox import HOME
+from grader.running import replies
+from grader.running.kernel import OVERSIZED, Kernel
+from grader.running.sandbox import HOME
 from layout import nbmeta
 from layout.paths import ROOT
 
@@ -74,7 +76,8 @@ def _in_kernel(source: str, **names) -> str:
 def setup_code(box: Path, read_roots: tuple) -> str:
     """Runs before the student's first cell: the monitor installed, the forbidden-call recorder's hooks kept as they
     are before any of the student's code (and the folders of library code it tells the student's frames from)."""
-    source = (f"from kernel_side import forbidden_calls, monitor\n"  # the sandbox's PYTHONPATH (grader/sandbox.py)
+    # kernel_side is on the sandbox's PYTHONPATH (grader/running/sandbox.py)
+    source = (f"from kernel_side import forbidden_calls, monitor\n"
               f"monitor.install({str(box)!r}, {tuple(read_roots)!r}, {str(ROOT)!r}, {HOME!r}, "
               f"{limits.MAX_KERNEL_EVENTS!r})\n"
               f"forbidden_calls.prepare({tuple(read_roots)!r})")

@@ -1,4 +1,5 @@
-"""ZeroMQ's wire protocol (ZMTP 3.0) to a kernel's unix sockets, spoken by the grader itself (for ``grader/kernel.py``).
+"""ZeroMQ's wire protocol (ZMTP 3.0) to a kernel's unix sockets, spoken by the grader itself (for
+``grader/running/kernel.py``).
 
 The grader holds no ZeroMQ socket of its own: libzmq bounds each frame of a message (``MAXMSGSIZE``) but neither
 its count of frames nor its whole size, and it holds a whole message before handing over its first frame, so one

@@ -12,7 +12,7 @@ an upgrade of jupyter_client may rename or call differently, while the connectio
 wire protocol are published and versioned. ``tests/test_jupyter_client_public.py`` keeps it so.
 
 The grader speaks ZeroMQ's wire protocol (ZMTP 3.0) to the kernel's sockets itself, over their unix
-sockets, and holds no ZeroMQ socket of its own (``grader/wire.py`` says why). Of the kernel's channels
+sockets, and holds no ZeroMQ socket of its own (``grader/running/wire.py`` says why). Of the kernel's channels
 the grader reads only IOPub; it writes requests to the shell and control sockets and never reads
 them (what the kernel sends there waits in the operating system's socket buffer, a few hundred KiB,
 then in the kernel's own memory); stdin and the heartbeat are never connected.
@@ -34,8 +34,9 @@ import nbformat
 from jupyter_client import write_connection_file
 from jupyter_client.session import Session
 
-from grader import limits, sandbox
-from grader.wire import Refused, Wire
+from grader import limits
+from grader.running import sandbox
+from grader.running.wire import Refused, Wire
 
 # fixed words: nothing the kernel chose
 OVERSIZED = (f"sent a message larger than {limits.MAX_MESSAGE_BYTES // 2**20} MiB or of more than "
@@ -60,7 +61,7 @@ class Kernel:
     """One sandboxed kernel; ``start`` again after it died or was killed."""
 
     def __init__(self, box: Path, limits: sandbox.Limits | None = None):
-        """``box``: a folder made by :func:`grader.sandbox.new_box`."""
+        """``box``: a folder made by :func:`grader.running.sandbox.new_box`."""
         self.box, self.limits = box, limits or sandbox.Limits()
         self.starts = 0
         self.process: subprocess.Popen | None = None  # the sandbox's command, leader of its own session

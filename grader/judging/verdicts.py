@@ -33,7 +33,7 @@ def exception_name(error) -> str:
 
 
 def problem_of(case: hidden.Case, kind: str, reply) -> str | None:
-    """What is wrong with one reply (``kind`` as :func:`grader.run.read_reply` gives it), or None."""
+    """What is wrong with one reply (``kind`` as :func:`grader.running.run.read_reply` gives it), or None."""
     if kind == "ok":
         try:
             return case.judge(reply)

@@ -11,7 +11,7 @@
   that participant's own feedback file.
 
 Neither platform shares one file among students, so the pages go without the feedback folder's ``_static/``
-MathJax: on the platform a page shows its formulas as TeX, and says so (``grader/feedback.py``).
+MathJax: on the platform a page shows its formulas as TeX, and says so (``grader/recording/feedback.py``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import stat
 import zipfile
 from pathlib import Path
 
-from grader.platforms import CANVAS
-from grader.student_ids import SAFE_ID, ascii_name
+from grader.collecting.platforms import CANVAS
+from grader.collecting.student_ids import SAFE_ID, ascii_name
 
 FEEDBACK_ZIPS = {"canvas": "canvas_feedback.zip", "moodle": "moodle_feedback.zip"}
 

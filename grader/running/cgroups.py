@@ -2,7 +2,7 @@
 
 cgroup v1 (a group per controller under ``/sys/fs/cgroup/<controller>/``) and v2 (one unified
 hierarchy, ``cgroup.controllers`` at its top) are both used; where neither can be, there are none and
-the run says so (:func:`grader.sandbox.limits_line`).
+the run says so (:func:`grader.running.sandbox.limits_line`).
 """
 
 from __future__ import annotations

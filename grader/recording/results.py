@@ -12,7 +12,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from grader.verdicts import Verdict
+from grader.judging.verdicts import Verdict
 
 
 def save(folder: Path, student: str, record: dict, notebook_text: str) -> None:

@@ -121,7 +121,7 @@ def needs_attention(row: dict, unsafe: bool) -> bool:
 def closing(out: Path, table: list[dict], max_points: dict, run_info: dict, progress, has_mathjax: bool,
             similar, exported: dict | None, unsafe: bool) -> None:
     """The closing summary: a screen at most, whatever the size of the class."""
-    from grader import sandbox
+    from grader.running import sandbox
 
     counted, total = _counted(table), sum(max_points.values())
     print(f"\n{len(counted)} submission(s) of {run_info['assignment']}: mean score "

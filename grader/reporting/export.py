@@ -3,7 +3,7 @@
 Grades back: :func:`export` fills Canvas's gradebook export (``lib/gradebook_exporter.rb``, read back by
 ``gradebook_importer.rb``) or Moodle's offline grading worksheet (``mod/assign/feedback/offline``), changing only the
 cells it fills; :func:`check` tries it before anything is graded. The feedback pages go back in one zip per class
-(``grader/handback.py``). Whose download a file is: ``grader/platforms.py``.
+(``grader/recording/handback.py``). Whose download a file is: ``grader/collecting/platforms.py``.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from grader import roster
-from grader.handback import feedback_zip
-from grader.report import summary_line
+from grader.collecting import roster
+from grader.recording.handback import feedback_zip
+from grader.reporting.report import summary_line
 from grader.safe_text import clean
 
 CANVAS_ASSIGNMENT = re.compile(r"^(?P<title>.*?)\s*\((?P<id>\d+)\)\s*$")

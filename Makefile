@@ -72,7 +72,7 @@ book: $(ENV_STAMP) $(ASSETS_STAMP)
 # Strict nbval: every chapter and solution notebook runs again and must print what it stored. Its kernels
 # run on two threads and on AVX2 code (tests/nbval_kernels.py says why); two workers, one notebook each.
 NBVAL_OPTIONS := --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
-NBVAL := -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(NBVAL_OPTIONS) notebooks solutions
+NBVAL := -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder $(NBVAL_OPTIONS) notebooks solutions
 
 LINTED := transformer checks layout tests benchmarks tools grader conftest.py
 
@@ -88,7 +88,8 @@ bytecode: $(ENV_STAMP)
 # One run for the tests and the notebooks: two workers take a whole file at a time, the longest first
 # (conftest.py), so neither waits for the other at the end of a first run.
 test: lint bytecode $(ASSETS_STAMP) system
-	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25 $(NBVAL_OPTIONS) tests notebooks solutions
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 $(NBVAL_OPTIONS) \
+		tests notebooks solutions
 
 test-fast: bytecode
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow" tests

@@ -1,4 +1,4 @@
-"""Kernels for strict nbval that start reliably (``make test`` runs nbval on two workers, twice).
+"""Kernels for strict nbval that start reliably (``make test`` runs nbval on several workers at once).
 
 jupyter_client gives each kernel TCP ports that were free a moment before the
 kernel binds them; two kernels starting at once on two workers can pick the
@@ -13,7 +13,7 @@ instruction set (``make notebooks``); the check runs every notebook again with t
 PyTorch, oneMKL and oneDNN on their AVX2 code. Float sums differ in their last bits with the thread count
 and with the instruction set, so one pass shows that the outputs depend on neither (on a machine with
 AVX-512; on one with AVX2 only, on the thread count). Their threads sleep rather than spin while they wait
-for work (``OMP_WAIT_POLICY``), so the kernels of two test workers share two cores without taking each
+for work (``OMP_WAIT_POLICY``), so the kernels of several test workers share the cores without taking each
 other's time. Only the kernels get this environment: the tests beside them in the same run keep theirs.
 """
 

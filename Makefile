@@ -8,8 +8,8 @@ ENV_STAMP := $(VENV)/.installed
 BOOK_DIR := _build/html
 NOTEBOOKS := $(wildcard notebooks/*.ipynb)
 # One test worker more than the cores: the grading tests spend part of their time waiting on a sandboxed kernel, and
-# a third worker on two cores fills that time (measured second runs of make test on two cores: 465 s with two workers,
-# 438 s with three, the processor busy 99 % of the time instead of about 90 %).
+# a third worker on two cores fills that time (second runs of make test on two quiet cores: 463 and 465 s with two
+# workers, 438 and 457 s with three, the processor busy 99 % of the time instead of about 90 %).
 PYTEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 export PYTHONHASHSEED := 0
 # Bytecode is written, even where the environment says not to (as some CI images do): every test process would

@@ -48,6 +48,21 @@ def connect(path: str, kind: bytes) -> Wire:
     return Wire(path, kind, time.monotonic() + WAIT_S, lambda: True)
 
 
+@pytest.fixture
+def dealer(context, tmp_path):
+    """A kernel's channel and our wire to it: a pyzmq ROUTER bound on ipc, our DEALER connected and one message sent
+    so that the router knows whom to answer. ``(router, our identity at the router, wire)``; the wire is closed after
+    the test (the limits it reads are read at each ``recv``, so a test may patch them after this)."""
+    router, path = bound(context, zmq.ROUTER, tmp_path)
+    wire = connect(path, b"DEALER")
+    try:
+        wire.send([b"hello"])
+        identity, _ = router.recv_multipart()
+        yield router, identity, wire
+    finally:
+        wire.close()
+
+
 def test_the_handshake_with_a_router_and_a_dealers_message_each_way(context, tmp_path):
     """Greeting, READY (libzmq answers a 3.0 peer in 3.0), then a message of three frames each way: an empty frame,
     a short one and one of 300 bytes, which ZMTP sends with the LONG flag and an 8-byte size."""
@@ -100,39 +115,27 @@ def test_jupyters_signed_messages_cross_the_wire_both_ways(context, tmp_path):
         wire.close()
 
 
-def test_a_message_of_more_than_max_frames_is_refused(context, tmp_path, monkeypatch):
+def test_a_message_of_more_than_max_frames_is_refused(dealer, monkeypatch):
+    router, identity, wire = dealer
     monkeypatch.setattr(limits, "MAX_FRAMES", 4)
-    router, path = bound(context, zmq.ROUTER, tmp_path)
-    wire = connect(path, b"DEALER")
-    try:
-        wire.send([b"hello"])
-        identity, _ = router.recv_multipart()
-        router.send_multipart([identity, b"1", b"2", b"3", b"4"])
-        assert wire.recv(WAIT_S) == [b"1", b"2", b"3", b"4"]  # four frames: within the bound
-        router.send_multipart([identity, b"1", b"2", b"3", b"4", b"5"])
-        with pytest.raises(Refused):
-            wire.recv(WAIT_S)
-    finally:
-        wire.close()
+    router.send_multipart([identity, b"1", b"2", b"3", b"4"])
+    assert wire.recv(WAIT_S) == [b"1", b"2", b"3", b"4"]  # four frames: within the bound
+    router.send_multipart([identity, b"1", b"2", b"3", b"4", b"5"])
+    with pytest.raises(Refused):
+        wire.recv(WAIT_S)
 
 
-def test_a_message_past_max_message_bytes_is_refused_before_its_frame_is_read(context, tmp_path, monkeypatch):
+def test_a_message_past_max_message_bytes_is_refused_before_its_frame_is_read(dealer, monkeypatch):
     """The refusal comes at the header of the frame that would pass the bound: of an 8 MiB frame the wire has read
     at most one read's worth (``READ_BYTES``), never the frame."""
+    router, identity, wire = dealer
     monkeypatch.setattr(limits, "MAX_MESSAGE_BYTES", 1000)
-    router, path = bound(context, zmq.ROUTER, tmp_path)
-    wire = connect(path, b"DEALER")
-    try:
-        wire.send([b"hello"])
-        identity, _ = router.recv_multipart()
-        router.send_multipart([identity, b"a" * 600, b"b" * 400])
-        assert [len(f) for f in wire.recv(WAIT_S)] == [600, 400]  # 1000 bytes: within the bound
-        router.send_multipart([identity, b"a" * 600, bytes(8 * 2**20)])
-        with pytest.raises(Refused):
-            wire.recv(WAIT_S)
-        assert wire.size == 600 and len(wire.buf) <= limits.READ_BYTES
-    finally:
-        wire.close()
+    router.send_multipart([identity, b"a" * 600, b"b" * 400])
+    assert [len(f) for f in wire.recv(WAIT_S)] == [600, 400]  # 1000 bytes: within the bound
+    router.send_multipart([identity, b"a" * 600, bytes(8 * 2**20)])
+    with pytest.raises(Refused):
+        wire.recv(WAIT_S)
+    assert wire.size == 600 and len(wire.buf) <= limits.READ_BYTES
 
 
 def test_no_message_in_time_is_empty_and_a_closed_socket_is_the_end(context, tmp_path):

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from grader.grade import ROOT, Options, grade
 from grader.running import cluster
+from layout.paths import ROOT
 
 
 def _positive(text: str) -> int:
@@ -93,6 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--column: expected with --export canvas, got no --export")
     if args.cluster and args.jobs:
         p.error("--jobs: expected without --cluster (its workers' threads say how many at once), got both")
+    from grader.grade import Options, grade  # torch and nbgrader: not for --help or a refused argument
+
     opts = Options(timeout=args.timeout, jobs=args.jobs, budget=args.budget, seed=args.seed,
                    secret_file=args.secret_file, forbidden=args.forbidden, only=tuple(args.only), resume=args.resume,
                    quiet=args.quiet, export=export, column=args.column, similar=args.similar, cluster=args.cluster)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from grader import limits
 from grader.collecting import collect
-from grader.judging.forbidden import findings, forbids
+from grader.judging.forbidden import findings, forbids, watched
 from grader.progress import Progress
 from grader.recording import feedback, gradebook, results
 from grader.recording.bookkeeping import Book
@@ -198,7 +198,7 @@ def _grade(assignment: str, subs: list, out: Path, opts: Options, pool) -> int:
     progress.start(len(ready))
     book = Book(out, assignment, db_url, unsafe, seed, flagged)
     try:
-        _run_all(assignment, ready, book, progress, pool, {g: tuple(f.names) for g, f in rules.items()}, seed=seed,
+        _run_all(assignment, ready, book, progress, pool, watched(rules), seed=seed,
                  timeout=timeout, budget=budget, max_points=max_points, zeroed=zeroed, forbidden=opts.forbidden)
     finally:
         progress.close()
@@ -261,7 +261,8 @@ def _to_zero(found: list) -> dict[str, list[str]]:
 def _run_all(assignment: str, ready: list, book: Book, progress: Progress, pool, watch: dict, zeroed: dict,
              **settings) -> None:
     """Step 2 for every read submission on ``pool`` (``workers.Local`` or ``cluster.Cluster``), each result recorded as
-    it arrives (``watch``: grade_id -> the forbidden names the kernel watches while that exercise is probed)."""
+    it arrives (``watch``: grade_id -> the forbidden names the kernel watches while that exercise is probed, each with
+    its routes: ``forbidden.watched``)."""
     by_key = {i: sub for i, (sub, _) in enumerate(ready)}
     jobs_list = [(i, {"assignment": assignment, "text": text, "watch": watch, "zero": zeroed[sub.student],
                       **settings}) for i, (sub, text) in enumerate(ready)]

@@ -169,7 +169,8 @@ def test_the_kernel_writes_what_it_recorded_and_the_grader_reads_only_its_words(
                        limits.REQUEST_BUDGET["items"])
     (ask / "request.json").write_text(json.dumps(tree))
     sizes = {"request": limits.REQUEST_BUDGET, "reply_items": limits.REPLY_BUDGET["items"], "error_chars": 200}
-    runner.answer(user, str(tmp_path), "ex2_attention", 1, (SDPA,), sizes)
+    runner.answer(user, str(tmp_path), "ex2_attention", 1, forbidden.watched(forbidden.forbids(A04))["ex2_attention"],
+                  sizes)
     reply = read_reply(tmp_path, "out/ex2_attention/0", (SDPA,))
     assert (reply.kind, reply.ran, reply.off) == ("ok", (SDPA,), ("profile",))
     path = tmp_path / "out" / "ex2_attention" / "0" / "reply.json"
@@ -204,6 +205,26 @@ def test_every_operator_of_the_registry_that_does_attention_is_a_route_of_scaled
     watched = targets([SDPA])[4]
     assert [op for op in sorted(ops) if not forbidden.matches(f"torch.ops.aten.{op}", SDPA)] == []
     assert [op for op in sorted(ops) if f"aten::{op}" not in watched] == []
+
+
+def test_the_kernel_watches_the_routes_the_grader_derived_and_derives_none(monkeypatch):
+    """The grader derives each forbidden name's routes once for a run (``forbidden.watched``) and the kernel resolves
+    them: it watches the same functions, methods and operators as when it derives them itself, and reads no code of
+    ``torch.nn`` to do so."""
+    names = sorted({n for rules in map(forbidden.forbids, ASSIGNMENTS) for rule in rules.values() for n in rule.names})
+    given = {n: routes for watch in map(forbidden.watched, map(forbidden.forbids, ASSIGNMENTS))
+             for routes_of in watch.values() for n, routes in routes_of.items()}
+    assert len(names) > 20 and set(given) == set(names)
+    derived = targets(names)
+
+    def seen(found):
+        c_functions, codes, modules, methods, operators = found
+        return ({k: sorted(v[1]) for k, v in c_functions.items()}, {k: sorted(v) for k, v in codes.items()},
+                sorted(modules), {k: sorted(v) for k, v in methods.items()}, {k: sorted(v) for k, v in operators.items()})
+
+    monkeypatch.setattr(forbidden_calls, "routes", lambda *a, **k: pytest.fail("the kernel derived routes"))
+    assert seen(targets(names, given)) == seen(derived)
+    assert len(derived[0]) + len(derived[4]) > 100, "hundreds of routes, not the names alone"
 
 
 def test_the_fast_paths_of_a_forbidden_callables_callers_are_derived():

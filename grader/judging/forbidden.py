@@ -63,6 +63,13 @@ def forbids(assignment: str) -> dict[str, Forbid]:
     return dict(getattr(module_for(assignment), "FORBIDS", {}))
 
 
+def watched(rules: dict[str, Forbid]) -> dict[str, dict[str, tuple[str, ...]]]:
+    """grade_id -> {forbidden name: the dotted names of its routes without the callers}: what the kernel's recorder
+    watches while that exercise is probed. Derived here, once for a run: in each kernel it took half a second of CPU
+    (reading the code of ``torch.nn``); the kernel resolves the names (``kernel_side/forbidden_calls.targets``)."""
+    return {gid: {name: tuple(routes(name, callers=False)) for name in rule.names} for gid, rule in rules.items()}
+
+
 # ------------------------------------------------------------------ names and objects
 
 

@@ -109,10 +109,11 @@ def _operator(obj) -> str | None:
     return obj._qualified_op_name if torch is not None and isinstance(obj, torch._ops.OpOverloadPacket) else None
 
 
-def targets(names) -> tuple[dict, dict, list, dict, dict]:
+def targets(names, given: dict | None = None) -> tuple[dict, dict, list, dict, dict]:
     """What to watch for the forbidden ``names``, each under all its routes (:func:`routes`, without the callers,
     whose code may not reach it): (id -> (C function, [names]), code -> [names], [(module name, name)],
-    tensor method name -> [names], ATen operator name -> [names])."""
+    tensor method name -> [names], ATen operator name -> [names]). ``given``: name -> the dotted names of its
+    routes, as the grader derived them (the grading's kernels: only resolved here); without it, derived here."""
     c_functions, codes, modules, methods, operators = {}, {}, [], {}, {}
     for name in names:
         obj = resolve(name)
@@ -120,7 +121,10 @@ def targets(names) -> tuple[dict, dict, list, dict, dict]:
             modules.append((obj.__name__, name))
             continue
         try:
-            others = list(routes(name, callers=False).values()) if obj is not None else []
+            if given is not None:
+                others = [o for o in map(resolve, given.get(name, ())) if o is not None] if obj is not None else []
+            else:
+                others = list(routes(name, callers=False).values()) if obj is not None else []
         except Exception:  # noqa: BLE001 - a torch the student's code broke: the name alone is watched
             others = []
         for what in [obj, *others] if obj is not None else []:
@@ -205,9 +209,10 @@ def _leave(hooks: dict, mode) -> None:
 
 
 @contextmanager
-def recording(names):
-    """Record (into the :class:`Record` it yields) which of ``names`` ran inside the ``with`` block."""
-    c_functions, codes, modules, methods, operators = targets(names)
+def recording(names, given: dict | None = None):
+    """Record (into the :class:`Record` it yields) which of ``names`` ran inside the ``with`` block (``given``: their
+    routes' dotted names, as :func:`targets` takes them)."""
+    c_functions, codes, modules, methods, operators = targets(names, given)
     torch = sys.modules["torch"]
     record = Record()
     hooks = _GENUINE or _hooks(torch)

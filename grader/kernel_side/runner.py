@@ -19,8 +19,9 @@ import os
 from . import plain, probes
 
 
-def answer(user: dict, box: str, gid: str, n: int, watch: tuple, sizes: dict) -> None:
-    """Reply to the ``n`` questions of grade cell ``gid`` with the student's namespace ``user``.
+def answer(user: dict, box: str, gid: str, n: int, watch: dict, sizes: dict) -> None:
+    """Reply to the ``n`` questions of grade cell ``gid`` with the student's namespace ``user``; ``watch``: the
+    forbidden names the grader named -> the dotted names of their routes, as the grader derived them.
 
     ``sizes``: ``request`` (the :class:`plain.Budget` a question is read under), ``reply_items`` (the values a
     reply may hold: the grader's reader refuses more) and ``error_chars`` (of an error's message kept).
@@ -59,4 +60,4 @@ def _watching(watch):
         return contextlib.nullcontext([])
     from . import forbidden_calls
 
-    return forbidden_calls.recording(list(watch))
+    return forbidden_calls.recording(list(watch), dict(watch))

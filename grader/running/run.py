@@ -210,12 +210,12 @@ def ask(kernel: Kernel, box: Path, cases: dict, max_points: dict, watch: dict, t
             continue
         code = _in_kernel("from kernel_side import runner\nrunner.answer(user, box, gid, n, watch, sizes)",
                           user="globals()", box=repr(str(box)), gid=repr(gid), n=str(len(group)),
-                          watch=repr(tuple(watch.get(gid, ()))), sizes=repr(KERNEL_SIZES))
+                          watch=repr(dict(watch.get(gid, {}))), sizes=repr(KERNEL_SIZES))
         limit = clock.cap(timeout)
         result = kernel.execute(code, limit, max_chars=0)
         seen, off = set(), set()
         for i, case in enumerate(group):
-            reply = replies.read_reply(box, f"out/{gid}/{i}", tuple(watch.get(gid, ())))
+            reply = replies.read_reply(box, f"out/{gid}/{i}", tuple(watch.get(gid, {})))
             if reply.kind == "missing" and result.status == "timeout":
                 reply = replies.Reply("missing", "the hidden tests ran out of time")
             problems.append(verdicts.problem_of(case, reply.kind, reply.value))
@@ -248,7 +248,8 @@ def grade_in_sandbox(nb, assignment: str, seed: int, box: Path, timeout: float, 
                      max_points: dict, watch: dict | None = None) -> Run:
     """Steps 2 and 3 in one sandbox: the notebook, then the probes, each reply judged as it comes.
 
-    ``watch``: grade_id -> the forbidden callables the kernel should watch for while probing that cell.
+    ``watch``: grade_id -> the forbidden callables the kernel should watch for while probing that cell, each with the
+    dotted names of its routes (``grader.judging.forbidden.watched``).
     """
     run, clock = Run(nb), Clock(budget)
     cases = hidden.cases(assignment, seed)  # drawn once: the requests and the judging use the same cases

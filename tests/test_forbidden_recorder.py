@@ -220,7 +220,8 @@ def test_the_kernel_watches_the_routes_the_grader_derived_and_derives_none(monke
     def seen(found):
         c_functions, codes, modules, methods, operators = found
         return ({k: sorted(v[1]) for k, v in c_functions.items()}, {k: sorted(v) for k, v in codes.items()},
-                sorted(modules), {k: sorted(v) for k, v in methods.items()}, {k: sorted(v) for k, v in operators.items()})
+                sorted(modules), {k: sorted(v) for k, v in methods.items()},
+                {k: sorted(v) for k, v in operators.items()})
 
     monkeypatch.setattr(forbidden_calls, "routes", lambda *a, **k: pytest.fail("the kernel derived routes"))
     assert seen(targets(names, given)) == seen(derived)

@@ -121,10 +121,8 @@ def targets(names, given: dict | None = None) -> tuple[dict, dict, list, dict, d
             modules.append((obj.__name__, name))
             continue
         try:
-            if given is not None:
-                others = [o for o in map(resolve, given.get(name, ())) if o is not None] if obj is not None else []
-            else:
-                others = list(routes(name, callers=False).values()) if obj is not None else []
+            found = routes(name, callers=False).values() if given is None else map(resolve, given.get(name, ()))
+            others = [o for o in found if o is not None] if obj is not None else []
         except Exception:  # noqa: BLE001 - a torch the student's code broke: the name alone is watched
             others = []
         for what in [obj, *others] if obj is not None else []:

@@ -18,7 +18,9 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
+from typing import Callable
 
 KEPT = 2  # kept builds: this one and the one before it (a branch switched back and forth builds once each)
 
@@ -40,7 +42,8 @@ def inputs_digest(root: Path) -> str | None:
         body = path.read_bytes() if path.is_file() else b"(none)"
         digest.update(f"{name}\0{len(body)}\0".encode())
         digest.update(body)
-    installed = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions())
+    packages = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})  # not the cwd's egg-info
+    installed = sorted(f"{d.metadata['Name']}=={d.version}" for d in importlib.metadata.distributions(path=packages))
     digest.update("\n".join([sys.version, *installed]).encode())
     return digest.hexdigest()
 
@@ -57,3 +60,28 @@ def keep(build: Path) -> None:
                   key=lambda p: (p / "passed").stat().st_mtime, reverse=True)
     for old in kept[KEPT:]:
         shutil.rmtree(old, ignore_errors=True)
+
+
+def built_book(root: Path, scratch: Path, build: Callable[[Path], subprocess.CompletedProcess]) -> Path:
+    """The ``_build/html`` folder of the book of ``root``: the kept build for its inputs, or one that ``build(out)``
+    makes now, into the kept folder (outside git: into ``scratch``). The test workers of one run share ``scratch``:
+    the first decides under its lock, the others wait and read its answer. A failed build fails with its output."""
+    from filelock import FileLock
+
+    where, failed = scratch / "where.txt", scratch / "failed.txt"
+    with FileLock(str(scratch / "run.lock")):
+        if not where.exists() and not failed.exists():
+            digest = inputs_digest(root)
+            out = kept_build(root, digest) if digest else scratch
+            out.mkdir(parents=True, exist_ok=True)
+            with FileLock(str(out / "build.lock")):  # another run with the same inputs may be building it
+                if not (out / "passed").exists():
+                    shutil.rmtree(out / "_build", ignore_errors=True)  # from scratch: Sphinx would reuse a failed one
+                    proc = build(out)
+                    if proc.returncode != 0:
+                        failed.write_text(proc.stdout[-4000:] + proc.stderr[-4000:], encoding="utf-8")
+                    elif digest:
+                        keep(out)
+            where.write_text(str(out / "_build" / "html"), encoding="utf-8")
+    assert not failed.exists(), failed.read_text(encoding="utf-8")
+    return Path(where.read_text(encoding="utf-8"))

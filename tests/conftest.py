@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -48,36 +47,17 @@ def root() -> Path:
 
 @pytest.fixture(scope="session")
 def html(tmp_path_factory) -> Path:
-    """The book, built with warnings as errors once per test run, or read from the build kept for the same inputs
-    (``tests/book_cache.py``): the test workers of one run share it (the first builds it under a lock, the others
-    wait and read it)."""
-    from filelock import FileLock
-
-    from book_cache import inputs_digest, keep, kept_build
+    """The book, built with warnings as errors once per test run, or the build kept for the same inputs
+    (``tests/book_cache.py``); the test workers of one run share it."""
+    from book_cache import built_book
 
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     shared = tmp_path_factory.getbasetemp().parent / f"book-{run}" if run else tmp_path_factory.mktemp("book")
     shared.mkdir(exist_ok=True)
-    where, failed = shared / "where.txt", shared / "failed.txt"
-    with FileLock(str(shared / "lock")):
-        if not where.exists() and not failed.exists():
-            digest = inputs_digest(ROOT)
-            out = kept_build(ROOT, digest) if digest else shared
-            out.mkdir(parents=True, exist_ok=True)
-            with FileLock(str(out / "lock")):  # another run with the same inputs may be building it
-                if not (out / "passed").exists():
-                    shutil.rmtree(out / "_build", ignore_errors=True)  # from scratch: Sphinx would reuse a failed one
-                    jb = Path(sys.executable).parent / "jupyter-book"
-                    proc = subprocess.run([str(jb), "build", str(ROOT), "--path-output", str(out), "--warningiserror",
-                                           "--keep-going"], cwd=ROOT, env=venv_env(), capture_output=True,
-                                          text=True, timeout=900)
-                    if proc.returncode != 0:
-                        failed.write_text(proc.stdout[-4000:] + proc.stderr[-4000:], encoding="utf-8")
-                    elif digest:
-                        keep(out)
-            where.write_text(str(out / "_build" / "html"), encoding="utf-8")
-    assert not failed.exists(), failed.read_text(encoding="utf-8")
-    return Path(where.read_text(encoding="utf-8"))
+    jb = Path(sys.executable).parent / "jupyter-book"
+    return built_book(ROOT, shared, lambda out: subprocess.run(
+        [str(jb), "build", str(ROOT), "--path-output", str(out), "--warningiserror", "--keep-going"], cwd=ROOT,
+        env=venv_env(), capture_output=True, text=True, timeout=900))
 
 
 def setup_source(release) -> str:
